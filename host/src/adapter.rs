@@ -1,0 +1,700 @@
+//! A loaded adapter: the typed async API core calls.
+//!
+//! Each method leases a configured instance, runs the export under the
+//! call's deadline and cancellation, and maps the outcome to a
+//! [`CallError`]. Streams cross as [`ByteStream`]s and writers; an exec
+//! session keeps an instance of its own for its life.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tracing::Instrument;
+use wasmtime::Store;
+use wasmtime::component::ResourceAny;
+use wasmtime_wasi::p2::pipe::AsyncReadStream;
+use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
+
+use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
+use crate::cache::CacheOutcome;
+use crate::call::CallContext;
+use crate::error::CallError;
+use crate::imports::events::BundleSink;
+use crate::limits::Limits;
+use crate::loader::ComponentShape;
+use crate::pool::{Lease, Pool};
+use crate::runner;
+use crate::state::{HostState, Identity};
+use crate::streams::{ByteSink, ByteStream, channel_output};
+use crate::types::*;
+
+/// What `inspect` learns of a component.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Inspection {
+    /// Who it is.
+    pub info: KindInfo,
+    /// Its world, version, imports and exports.
+    pub shape: ComponentShape,
+    /// The SHA-256 of its bytes.
+    pub digest: String,
+    /// Whether it came from the compile cache.
+    pub cache: CacheOutcome,
+}
+
+pub(crate) struct AdapterInner {
+    pub(crate) identity: Arc<Identity>,
+    pub(crate) info: KindInfo,
+    pub(crate) shape: ComponentShape,
+    pub(crate) digest: String,
+    pub(crate) cache: CacheOutcome,
+    pub(crate) limits: Limits,
+    pub(crate) pool: Arc<Pool>,
+}
+
+/// A loaded, configured adapter. Cheap to clone; clones share the instance
+/// pool. Calls may run concurrently.
+#[derive(Clone)]
+pub struct Adapter {
+    inner: Arc<AdapterInner>,
+}
+
+impl std::fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Adapter")
+            .field("name", &self.inner.identity.name)
+            .field("kind", &self.inner.info.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a call's instance may serve again afterwards.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// Back to the pool.
+    Reuse,
+    /// Dropped: it held streams of this call.
+    Discard,
+}
+
+impl Adapter {
+    pub(crate) fn new(inner: AdapterInner) -> Self {
+        Adapter {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The name it is known by in logs.
+    pub fn name(&self) -> &str {
+        &self.inner.identity.name
+    }
+
+    /// Who it is, as it said at load.
+    pub fn kind_info(&self) -> &KindInfo {
+        &self.inner.info
+    }
+
+    /// Its world, contract version, imports and exports.
+    pub fn shape(&self) -> &ComponentShape {
+        &self.inner.shape
+    }
+
+    /// The SHA-256 of the component.
+    pub fn digest(&self) -> &str {
+        &self.inner.digest
+    }
+
+    /// Whether it was loaded from the compile cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.inner.cache
+    }
+
+    /// Its limits.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// Configured instances idle in the pool now.
+    pub fn idle_instances(&self) -> usize {
+        self.inner.pool.idle_count()
+    }
+
+    /// Runs one export on a pooled instance.
+    async fn call<R>(
+        &self,
+        ctx: &CallContext,
+        method: &'static str,
+        after: After,
+        f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
+    ) -> Result<R, CallError> {
+        let span = tracing::info_span!(
+            "adapter_call",
+            adapter = %self.inner.identity.name,
+            method,
+            outcome = tracing::field::Empty,
+            duration_us = tracing::field::Empty,
+        );
+        async move {
+            let started = Instant::now();
+            let default = self.inner.limits.default_timeout;
+            let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
+            let cancel = ctx.cancel_token();
+            let result = async {
+                let mut lease = self
+                    .inner
+                    .pool
+                    .lease(method, deadline, timeout, cancel)
+                    .await?;
+                if after == After::Discard {
+                    lease.discard_after();
+                }
+                let r = runner::run(
+                    lease.instance(),
+                    &self.inner.identity.name,
+                    method,
+                    deadline,
+                    cancel,
+                    f,
+                )
+                .await;
+                lease.count_call();
+                r
+            }
+            .await;
+            record(&result, started);
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// What this adapter can do.
+    pub async fn capabilities(&self, ctx: &CallContext) -> Result<RuntimeCapabilities, CallError> {
+        self.call(ctx, "capabilities", After::Reuse, async |g, s| {
+            g.call_capabilities(s).await
+        })
+        .await
+    }
+
+    /// Whether the runtime can be used now (O-43).
+    pub async fn health_check(&self, ctx: &CallContext) -> Result<(), CallError> {
+        self.call(ctx, "health-check", After::Reuse, async |g, s| {
+            g.call_health_check(s).await
+        })
+        .await
+    }
+
+    /// What the runtime can hold for Pando.
+    pub async fn capacity(&self, ctx: &CallContext) -> Result<CapacityReport, CallError> {
+        self.call(ctx, "capacity", After::Reuse, async |g, s| {
+            g.call_capacity(s).await
+        })
+        .await
+    }
+
+    /// The roomiest node for one app.
+    pub async fn largest_fit_for(
+        &self,
+        ctx: &CallContext,
+        bundle: &str,
+    ) -> Result<Option<Fit>, CallError> {
+        self.call(ctx, "largest-fit-for", After::Reuse, async |g, s| {
+            g.call_largest_fit_for(s, bundle).await
+        })
+        .await
+    }
+
+    /// What Pando has on the runtime.
+    pub async fn in_use(&self, ctx: &CallContext) -> Result<InUseReport, CallError> {
+        self.call(ctx, "in-use", After::Reuse, async |g, s| {
+            g.call_in_use(s).await
+        })
+        .await
+    }
+
+    /// Converges an app toward the plan.
+    pub async fn apply(
+        &self,
+        ctx: &CallContext,
+        plan: &BundlePlan,
+    ) -> Result<BundleHandle, CallError> {
+        self.call(ctx, "apply", After::Reuse, async |g, s| {
+            g.call_apply(s, plan).await
+        })
+        .await
+    }
+
+    /// Reports what exists for an app.
+    pub async fn observe(
+        &self,
+        ctx: &CallContext,
+        bundle: &BundleRef,
+    ) -> Result<ObservedBundle, CallError> {
+        self.call(ctx, "observe", After::Reuse, async |g, s| {
+            g.call_observe(s, bundle).await
+        })
+        .await
+    }
+
+    /// Stops an app's running workloads, keeping everything else.
+    pub async fn stop(&self, ctx: &CallContext, bundle: &BundleRef) -> Result<(), CallError> {
+        self.call(ctx, "stop", After::Reuse, async |g, s| {
+            g.call_stop(s, bundle).await
+        })
+        .await
+    }
+
+    /// Removes an app; its volumes stay unless `options.keep_volumes` is
+    /// false.
+    pub async fn destroy(
+        &self,
+        ctx: &CallContext,
+        bundle: &BundleRef,
+        options: DestroyOptions,
+    ) -> Result<(), CallError> {
+        self.call(ctx, "destroy", After::Reuse, async |g, s| {
+            g.call_destroy(s, bundle, options).await
+        })
+        .await
+    }
+
+    /// What an app uses.
+    pub async fn usage(
+        &self,
+        ctx: &CallContext,
+        bundle: &BundleRef,
+    ) -> Result<BundleUsage, CallError> {
+        self.call(ctx, "usage", After::Reuse, async |g, s| {
+            g.call_usage(s, bundle).await
+        })
+        .await
+    }
+
+    /// Makes a volume.
+    pub async fn create_volume(
+        &self,
+        ctx: &CallContext,
+        request: &VolumeRequest,
+    ) -> Result<VolumeHandle, CallError> {
+        self.call(ctx, "create-volume", After::Reuse, async |g, s| {
+            g.call_create_volume(s, request).await
+        })
+        .await
+    }
+
+    /// Deletes a volume and its data.
+    pub async fn destroy_volume(
+        &self,
+        ctx: &CallContext,
+        volume: &VolumeHandle,
+    ) -> Result<(), CallError> {
+        self.call(ctx, "destroy-volume", After::Reuse, async |g, s| {
+            g.call_destroy_volume(s, volume).await
+        })
+        .await
+    }
+
+    /// Writes a volume's contents as a tar stream into `into`; the bytes
+    /// written. `into` is flushed and shut down at the end.
+    pub async fn snapshot_volume<W>(
+        &self,
+        ctx: &CallContext,
+        volume: &VolumeHandle,
+        into: W,
+    ) -> Result<u64, CallError>
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (stream, writer) = channel_output(into);
+        self.call(ctx, "snapshot-volume", After::Discard, async |g, s| {
+            let out = s.data_mut().table().push(stream)?;
+            g.call_snapshot_volume(s, volume, out).await
+        })
+        .await?;
+        self.finish_writer("snapshot-volume", writer).await
+    }
+
+    /// Replaces a volume's contents with a tar stream from `from`.
+    pub async fn restore_volume<R>(
+        &self,
+        ctx: &CallContext,
+        volume: &VolumeHandle,
+        from: R,
+    ) -> Result<(), CallError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+    {
+        let stream: DynInputStream = Box::new(AsyncReadStream::new(from));
+        self.call(ctx, "restore-volume", After::Discard, async |g, s| {
+            let inp = s.data_mut().table().push(stream)?;
+            g.call_restore_volume(s, volume, inp).await
+        })
+        .await
+    }
+
+    /// Whether an image can run without importing it.
+    pub async fn has_image(&self, ctx: &CallContext, image: &str) -> Result<bool, CallError> {
+        self.call(ctx, "has-image", After::Reuse, async |g, s| {
+            g.call_has_image(s, image).await
+        })
+        .await
+    }
+
+    /// Loads an image from a tar stream; its reference.
+    pub async fn import_image<R>(&self, ctx: &CallContext, from: R) -> Result<String, CallError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+    {
+        let stream: DynInputStream = Box::new(AsyncReadStream::new(from));
+        self.call(ctx, "import-image", After::Discard, async |g, s| {
+            let inp = s.data_mut().table().push(stream)?;
+            g.call_import_image(s, inp).await
+        })
+        .await
+    }
+
+    /// A workload's log, its newest instance's.
+    pub async fn logs(
+        &self,
+        ctx: &CallContext,
+        workload: &WorkloadRef,
+        options: &LogOptions,
+    ) -> Result<ByteStream, CallError> {
+        self.call(ctx, "logs", After::Reuse, async |g, s| {
+            Ok(match g.call_logs(&mut *s, workload, *options).await? {
+                // The stream is a host object: out of the table, it no
+                // longer ties up the instance.
+                Ok(r) => Ok(ByteStream::new(s.data_mut().table().delete(r)?)),
+                Err(e) => Err(e),
+            })
+        })
+        .await
+    }
+
+    /// Runs a command to completion in a workload; its stdout goes
+    /// into `stdout`, which is flushed and shut down at the end. A non-zero
+    /// exit is the adapter error `command-failed`, with its stderr.
+    pub async fn run<W>(
+        &self,
+        ctx: &CallContext,
+        workload: &WorkloadRef,
+        request: &RunRequest,
+        stdout: W,
+    ) -> Result<u64, CallError>
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (stream, writer) = channel_output(stdout);
+        let ran = self
+            .call(ctx, "run", After::Discard, async |g, s| {
+                let out = s.data_mut().table().push(stream)?;
+                g.call_run(s, workload, request, out).await
+            })
+            .await;
+        let written = self.finish_writer("run", writer).await;
+        ran?;
+        written
+    }
+
+    /// Runs a workload once, watched.
+    pub async fn trial(
+        &self,
+        ctx: &CallContext,
+        request: &TrialRequest,
+    ) -> Result<TrialResult, CallError> {
+        self.call(ctx, "trial", After::Reuse, async |g, s| {
+            g.call_trial(s, request).await
+        })
+        .await
+    }
+
+    /// Where Pando's proxy reaches a workload's port.
+    pub async fn upstream(
+        &self,
+        ctx: &CallContext,
+        workload: &WorkloadRef,
+        port: u16,
+    ) -> Result<UpstreamAddress, CallError> {
+        self.call(ctx, "upstream", After::Reuse, async |g, s| {
+            g.call_upstream(s, workload, port).await
+        })
+        .await
+    }
+
+    /// Creates or updates the edge.
+    pub async fn apply_edge(&self, ctx: &CallContext, plan: &EdgePlan) -> Result<(), CallError> {
+        self.call(ctx, "apply-edge", After::Reuse, async |g, s| {
+            g.call_apply_edge(s, plan).await
+        })
+        .await
+    }
+
+    /// Whether an edge serves.
+    pub async fn observe_edge(
+        &self,
+        ctx: &CallContext,
+        name: &str,
+    ) -> Result<EdgeState, CallError> {
+        self.call(ctx, "observe-edge", After::Reuse, async |g, s| {
+            g.call_observe_edge(s, name).await
+        })
+        .await
+    }
+
+    /// Removes an edge and everything made for it.
+    pub async fn remove_edge(&self, ctx: &CallContext, name: &str) -> Result<(), CallError> {
+        self.call(ctx, "remove-edge", After::Reuse, async |g, s| {
+            g.call_remove_edge(s, name).await
+        })
+        .await
+    }
+
+    /// The edges that exist.
+    pub async fn edges(&self, ctx: &CallContext) -> Result<Vec<String>, CallError> {
+        self.call(ctx, "edges", After::Reuse, async |g, s| {
+            g.call_edges(s).await
+        })
+        .await
+    }
+
+    /// Volumes the edge keeps.
+    pub async fn edge_volumes(&self, ctx: &CallContext) -> Result<Vec<VolumeHandle>, CallError> {
+        self.call(ctx, "edge-volumes", After::Reuse, async |g, s| {
+            g.call_edge_volumes(s).await
+        })
+        .await
+    }
+
+    /// Watches every app's workloads, sending what changes into `events`
+    /// (O-52) until `ctx` is cancelled, or until the runtime cannot resume
+    /// ([`WatchEnd::Expired`]: list, sweep, and watch again). Runs on an
+    /// instance of its own; give it a context without a deadline.
+    pub async fn watch_bundles(
+        &self,
+        ctx: &CallContext,
+        events: mpsc::Sender<BundleEvent>,
+    ) -> Result<WatchEnd, CallError> {
+        let method = "watch-bundles";
+        let default = self.inner.limits.default_timeout;
+        let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
+        let cancel = ctx.cancel_token();
+        let span = tracing::info_span!("adapter_call", adapter = %self.inner.identity.name, method,
+            outcome = tracing::field::Empty, duration_us = tracing::field::Empty);
+        async move {
+            let started = Instant::now();
+            let result = async {
+                let mut lease = self
+                    .inner
+                    .pool
+                    .lease_dedicated(method, deadline, timeout, cancel)
+                    .await?;
+                let sink = BundleSink {
+                    tx: events,
+                    cancel: cancel.clone(),
+                };
+                runner::run(
+                    lease.instance(),
+                    &self.inner.identity.name,
+                    method,
+                    deadline,
+                    cancel,
+                    async |g, s| {
+                        let sink = s.data_mut().table().push(sink)?;
+                        g.call_watch_bundles(s, sink).await
+                    },
+                )
+                .await
+            }
+            .await;
+            record(&result, started);
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Opens an interactive session in a workload. The
+    /// session holds an instance of its own until dropped.
+    pub async fn exec(
+        &self,
+        ctx: &CallContext,
+        workload: &WorkloadRef,
+        request: &ExecRequest,
+    ) -> Result<ExecSession, CallError> {
+        let method = "exec";
+        let default = self.inner.limits.default_timeout;
+        let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
+        let cancel = ctx.cancel_token();
+        let started = Instant::now();
+        let result = async {
+            let mut lease = self
+                .inner
+                .pool
+                .lease_dedicated(method, deadline, timeout, cancel)
+                .await?;
+            let session = runner::run(
+                lease.instance(),
+                &self.inner.identity.name,
+                method,
+                deadline,
+                cancel,
+                async |g, s| g.call_exec(s, workload, request).await,
+            )
+            .await?;
+            Ok(ExecSession {
+                adapter: self.clone(),
+                lease,
+                session,
+            })
+        }
+        .instrument(
+            tracing::info_span!("adapter_call", adapter = %self.inner.identity.name, method),
+        )
+        .await;
+        record(&result, started);
+        result
+    }
+
+    async fn finish_writer(
+        &self,
+        method: &'static str,
+        writer: tokio::task::JoinHandle<std::io::Result<u64>>,
+    ) -> Result<u64, CallError> {
+        let host_err = |message: String| CallError::Host {
+            adapter: self.inner.identity.name.clone(),
+            method,
+            message,
+        };
+        match writer.await {
+            Ok(Ok(n)) => Ok(n),
+            Ok(Err(e)) => Err(host_err(format!(
+                "writing the adapter's output failed: {e}"
+            ))),
+            Err(e) => Err(host_err(format!("the output writer task failed: {e}"))),
+        }
+    }
+}
+
+fn record<R>(result: &Result<R, CallError>, started: Instant) {
+    let span = tracing::Span::current();
+    span.record("duration_us", started.elapsed().as_micros() as u64);
+    match result {
+        Ok(_) => span.record("outcome", "ok"),
+        Err(e) => span.record("outcome", e.kind()),
+    };
+    if let Err(e) = result {
+        tracing::debug!(error = %e, "adapter call failed");
+    }
+}
+
+/// An interactive session in a workload. It keeps an instance of the
+/// adapter to itself; dropping the session discards it.
+pub struct ExecSession {
+    adapter: Adapter,
+    lease: Lease,
+    session: ResourceAny,
+}
+
+impl std::fmt::Debug for ExecSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecSession")
+            .field("adapter", &self.adapter.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExecSession {
+    async fn session_call<R>(
+        &mut self,
+        ctx: &CallContext,
+        method: &'static str,
+        f: impl AsyncFnOnce(
+            &Guest,
+            &mut Store<HostState>,
+            ResourceAny,
+        ) -> wasmtime::Result<Result<R, Error>>,
+    ) -> Result<R, CallError> {
+        let default = self.adapter.inner.limits.default_timeout;
+        let session = self.session;
+        runner::run(
+            self.lease.instance(),
+            &self.adapter.inner.identity.name,
+            method,
+            ctx.deadline(default),
+            ctx.cancel_token(),
+            async |g, s| f(g, s, session).await,
+        )
+        .await
+    }
+
+    /// The session's stdin, once.
+    pub async fn stdin(&mut self) -> Result<Option<ByteSink>, CallError> {
+        self.session_call(
+            &CallContext::default(),
+            "exec-session.stdin",
+            async |g, s, r| {
+                let out = g.exec_session().call_stdin(&mut *s, r).await?;
+                let out: Option<DynOutputStream> = match out {
+                    Some(o) => Some(s.data_mut().table().delete(o)?),
+                    None => None,
+                };
+                Ok(Ok(out.map(ByteSink::new)))
+            },
+        )
+        .await
+    }
+
+    /// The session's stdout, once.
+    pub async fn stdout(&mut self) -> Result<Option<ByteStream>, CallError> {
+        self.session_call(
+            &CallContext::default(),
+            "exec-session.stdout",
+            async |g, s, r| {
+                let inp = g.exec_session().call_stdout(&mut *s, r).await?;
+                take_input(s, inp)
+            },
+        )
+        .await
+    }
+
+    /// The session's stderr, once; none with a terminal.
+    pub async fn stderr(&mut self) -> Result<Option<ByteStream>, CallError> {
+        self.session_call(
+            &CallContext::default(),
+            "exec-session.stderr",
+            async |g, s, r| {
+                let inp = g.exec_session().call_stderr(&mut *s, r).await?;
+                take_input(s, inp)
+            },
+        )
+        .await
+    }
+
+    /// Resizes the terminal.
+    pub async fn resize(&mut self, size: TerminalSize) -> Result<(), CallError> {
+        self.session_call(
+            &CallContext::default(),
+            "exec-session.resize",
+            async |g, s, r| g.exec_session().call_resize(s, r, size).await,
+        )
+        .await
+    }
+
+    /// Waits for the process to exit; its exit code.
+    pub async fn wait(mut self, ctx: &CallContext) -> Result<i32, CallError> {
+        self.session_call(ctx, "exec-session.wait", async |g, s, r| {
+            g.exec_session().call_wait(s, r).await
+        })
+        .await
+    }
+}
+
+fn take_input(
+    s: &mut Store<HostState>,
+    inp: Option<wasmtime::component::Resource<DynInputStream>>,
+) -> wasmtime::Result<Result<Option<ByteStream>, Error>> {
+    Ok(Ok(match inp {
+        Some(i) => Some(ByteStream::new(s.data_mut().table().delete(i)?)),
+        None => None,
+    }))
+}

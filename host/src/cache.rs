@@ -1,0 +1,178 @@
+//! The compilation cache: precompiled components on disk, keyed by the
+//! component's digest and the engine's settings, written and read only by
+//! the host.
+//!
+//! Deserializing precompiled code is unsafe for bytes the host did not write
+//! (they are machine code), so the cache refuses a directory that others can
+//! write to, and writes each artifact atomically with owner-only permissions.
+
+use std::fs;
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// Where precompiled components are kept.
+#[derive(Debug, Clone)]
+pub struct CompileCache {
+    dir: PathBuf,
+}
+
+/// How a component was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheOutcome {
+    /// Loaded from the cache.
+    Hit,
+    /// Compiled, and written to the cache.
+    Compiled,
+    /// Compiled; there is no cache (or it could not be used).
+    Uncached,
+}
+
+impl CompileCache {
+    /// A cache in `dir`, created (owner-only) if missing.
+    pub fn new(dir: impl Into<PathBuf>) -> std::io::Result<Self> {
+        let dir = dir.into();
+        fs::create_dir_all(&dir)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let meta = fs::metadata(&dir)?;
+            // SAFETY-relevant: we only ever load machine code from a directory
+            // nobody but us can write.
+            if meta.permissions().mode() & 0o022 != 0 {
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
+            }
+            let uid = current_uid();
+            if uid != u32::MAX && meta.uid() != uid {
+                return Err(std::io::Error::other(format!(
+                    "compile cache {} is owned by uid {}, not by this user ({uid}); \
+                     choose a cache directory of your own (--cache-dir)",
+                    dir.display(),
+                    meta.uid()
+                )));
+            }
+        }
+        Ok(CompileCache { dir })
+    }
+
+    /// The default location: `$PANDO_HOST_CACHE`, else
+    /// `$XDG_CACHE_HOME/pando-host`, else `~/.cache/pando-host`.
+    pub fn default_dir() -> Option<PathBuf> {
+        if let Some(d) = std::env::var_os("PANDO_HOST_CACHE") {
+            return Some(PathBuf::from(d));
+        }
+        if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+            return Some(PathBuf::from(d).join("pando-host"));
+        }
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("pando-host"))
+    }
+
+    /// The cache's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path_for(&self, engine: &Engine, digest: &str) -> PathBuf {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut h);
+        // wasmtime's version is part of the compatibility hash; ours guards
+        // against our own engine settings changing between builds.
+        env!("CARGO_PKG_VERSION").hash(&mut h);
+        self.dir.join(format!("{digest}-{:016x}.cwasm", h.finish()))
+    }
+
+    /// The component for these bytes: from the cache when present, else
+    /// compiled and stored.
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        digest: &str,
+        bytes: &[u8],
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let path = self.path_for(engine, digest);
+        if path.is_file() {
+            // SAFETY: the file is in a directory only this user can write,
+            // named by the digest of the component and the engine's
+            // compatibility hash, and was written by `store` below from
+            // `Engine::precompile_component`. wasmtime checks the header and
+            // engine compatibility again on load.
+            match unsafe { Component::deserialize_file(engine, &path) } {
+                Ok(c) => return Ok((c, CacheOutcome::Hit)),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e,
+                        "discarding an unusable precompiled component");
+                    let _ = fs::remove_file(&path);
+                }
+            }
+        }
+        let compiled = engine.precompile_component(bytes)?;
+        let outcome = match self.store(&path, &compiled) {
+            Ok(()) => CacheOutcome::Compiled,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e,
+                    "could not write the compile cache; continuing without it");
+                CacheOutcome::Uncached
+            }
+        };
+        // SAFETY: `compiled` was produced just now by this engine.
+        let component = unsafe { Component::deserialize(engine, &compiled)? };
+        Ok((component, outcome))
+    }
+
+    fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
+        let mut tmp = tempfile_in(&self.dir)?;
+        tmp.1.write_all(compiled)?;
+        tmp.1.sync_all()?;
+        fs::rename(&tmp.0, path)
+    }
+}
+
+/// The hex SHA-256 of a component.
+pub fn digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, fs::File)> {
+    let mut opts = fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    for attempt in 0..16u32 {
+        let name = format!(".tmp-{}-{attempt}-{}", std::process::id(), nanos());
+        let path = dir.join(name);
+        match opts.open(&path) {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(
+        "could not create a temporary file in the cache",
+    ))
+}
+
+fn nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+#[cfg(unix)]
+fn current_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    // `/proc/self` belongs to the process's effective uid; this avoids a libc
+    // dependency for one call. Without procfs the ownership check is
+    // skipped (u32::MAX); the permission check still applies.
+    fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(u32::MAX)
+}

@@ -1,0 +1,144 @@
+//! Reading plans, requests and configurations (YAML or JSON) with errors
+//! that name the file, the field and the reason.
+
+use std::io::Read;
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+
+use super::failure::{Failure, Outcome};
+
+/// The syntax of an input document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Syntax {
+    Json,
+    Yaml,
+}
+
+/// By extension (`.json`, `.yaml`, `.yml`), else sniffed: JSON when the
+/// first non-blank character opens an object or an array.
+fn syntax(path: &Path, text: &str) -> Syntax {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("json") => Syntax::Json,
+        Some(e) if e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml") => Syntax::Yaml,
+        _ => match text.trim_start().chars().next() {
+            Some('{') | Some('[') => Syntax::Json,
+            _ => Syntax::Yaml,
+        },
+    }
+}
+
+/// Reads a file's text; `-` is stdin.
+pub fn read_text(path: &Path) -> Outcome<String> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure::input(format!("cannot read stdin: {e}")))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))
+}
+
+/// Parses `text` (from `path`, which names it in errors) as a `T`.
+pub fn parse_document<T: DeserializeOwned>(path: &Path, text: &str) -> Outcome<T> {
+    let name = if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let located = |field: String, reason: String| {
+        // serde_yaml already prefixes some messages with the path.
+        let reason = reason
+            .strip_prefix(&format!("{field}: "))
+            .map_or(reason.clone(), str::to_string);
+        // The root's path is `.`: nothing to point at.
+        if field == "." {
+            Failure::input(format!("{name}: {reason}"))
+        } else {
+            Failure::input(format!("{name}: at {field}: {reason}"))
+        }
+    };
+    match syntax(path, text) {
+        Syntax::Json => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let value = serde_path_to_error::deserialize(&mut de)
+                .map_err(|e| located(e.path().to_string(), e.inner().to_string()))?;
+            de.end()
+                .map_err(|e| Failure::input(format!("{name}: {e}")))?;
+            Ok(value)
+        }
+        Syntax::Yaml => {
+            let de = serde_yaml::Deserializer::from_str(text);
+            serde_path_to_error::deserialize(de)
+                .map_err(|e| located(e.path().to_string(), e.inner().to_string()))
+        }
+    }
+}
+
+/// Reads and parses a document from a file (`-` is stdin).
+pub fn read_document<T: DeserializeOwned>(path: &Path) -> Outcome<T> {
+    let text = read_text(path)?;
+    parse_document(path, &text)
+}
+
+/// Reads an adapter configuration (YAML or JSON) and gives the JSON
+/// document `configure` takes.
+pub fn read_config(path: &Path) -> Outcome<String> {
+    let value: serde_json::Value = read_document(path)?;
+    serde_json::to_string(&value).map_err(|e| Failure::input(format!("{}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pando_host::types::BundlePlan;
+
+    const PLAN: &str = "\
+id: hello
+revision: '1'
+workloads:
+- name: web
+  image: nginx:1.27
+  digest: null
+  command: []
+  args: []
+  env: []
+  ports:
+  - name: null
+    port: 80
+    protocol: tc
+  resources:
+    requests: {cpu_millis: 100, memory_bytes: 67108864}
+    limits: null
+  mounts: []
+volumes: []
+network: {egress: Open}
+pull_credentials: []
+";
+
+    #[test]
+    fn a_bad_field_is_named_with_its_path() {
+        let Err(Failure::Input(e)) = parse_document::<BundlePlan>(Path::new("p.yaml"), PLAN) else {
+            panic!("the plan should not parse");
+        };
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(
+                "p.yaml: at workloads[0].ports[0].protocol: unknown variant `tc`, expected `Tcp` or `Udp`"
+            ),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn json_is_sniffed_without_an_extension() {
+        let v: serde_json::Value =
+            parse_document(Path::new("conf"), "{\"greeting\": \"hi\"}").expect("JSON parses");
+        assert_eq!(v["greeting"], "hi");
+        let v: serde_json::Value =
+            parse_document(Path::new("conf"), "greeting: hi\n").expect("YAML parses");
+        assert_eq!(v["greeting"], "hi");
+    }
+}

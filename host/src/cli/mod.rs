@@ -1,0 +1,140 @@
+//! The `pando-host` command line: parse, load the adapter, make the call,
+//! print the result, exit with a code that says how it went.
+//!
+//! Exit codes: 0 success; 1 the call failed; 2 usage or input error (a bad
+//! flag, an unreadable or invalid file, a component that does not load);
+//! `run` and `exec` exit with the command's own code; 130 after Ctrl-C.
+
+pub mod args;
+pub mod failure;
+pub mod input;
+pub mod inspect;
+pub mod output;
+pub mod session;
+pub mod streams;
+pub mod verbs;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+use args::{Cli, Format, LogFormat, Verb, VolumeVerb};
+use failure::{Failure, Outcome};
+use session::Call;
+
+/// Runs the command line; the process's exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.global.log_format);
+    let format = cli.global.output;
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return report(format, Failure::other("starting the async runtime", e)),
+    };
+    let result = runtime.block_on(dispatch(cli));
+    // A read of stdin may still be blocked in a worker thread: do not wait
+    // for it.
+    runtime.shutdown_background();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => report(format, failure),
+    }
+}
+
+/// Log lines on stderr, filtered by `RUST_LOG` (default `warn`).
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Prints a failure (JSON on stdout with `-o json`, else a line on stderr);
+/// its exit code.
+fn report(format: Format, failure: Failure) -> ExitCode {
+    if let Some(message) = failure.message() {
+        if format == Format::Json {
+            let doc = serde_json::json!({
+                "error": { "kind": failure.kind(), "message": message }
+            });
+            println!("{doc}");
+        } else {
+            eprintln!("error: {message}");
+        }
+    }
+    ExitCode::from(failure.exit_code())
+}
+
+async fn dispatch(cli: Cli) -> Outcome {
+    let Cli { global, verb } = cli;
+    if let Verb::Inspect { component } = &verb {
+        return inspect::inspect(&global, component).await;
+    }
+    let adapter = session::load(&global).await?;
+    // Installed after loading: until then Ctrl-C ends the process as usual.
+    let cancel = CancellationToken::new();
+    session::cancel_on_interrupt(cancel.clone());
+    let call = Call {
+        adapter,
+        format: global.output,
+        timeout: global.timeout,
+        cancel,
+    };
+    let result = run_verb(&call, &verb).await;
+    match result {
+        Err(Failure::Call(e)) if call.cancel.is_cancelled() && e.kind() == "cancelled" => {
+            eprintln!("cancelled");
+            Err(Failure::Exit(streams::EXIT_INTERRUPTED))
+        }
+        other => other,
+    }
+}
+
+async fn run_verb(call: &Call, verb: &Verb) -> Outcome {
+    match verb {
+        Verb::Inspect { .. } => Err(Failure::input("inspect takes no adapter")),
+        Verb::Apply { plan } => verbs::apply(call, plan).await,
+        Verb::Observe { app } => verbs::observe(call, app).await,
+        Verb::Stop { app } => verbs::stop(call, app).await,
+        Verb::Destroy { app, volumes } => verbs::destroy(call, app, *volumes).await,
+        Verb::Logs(a) => streams::logs(call, a).await,
+        Verb::Exec(a) => streams::exec(call, a).await,
+        Verb::Run(a) => streams::run(call, a).await,
+        Verb::Upstream {
+            app,
+            workload,
+            port,
+        } => verbs::upstream(call, app, workload, *port).await,
+        Verb::Capacity => verbs::capacity(call).await,
+        Verb::LargestFit { app } => verbs::largest_fit(call, app).await,
+        Verb::InUse => verbs::in_use(call).await,
+        Verb::Usage { app } => verbs::usage(call, app).await,
+        Verb::Health => verbs::health(call).await,
+        Verb::Capabilities => verbs::capabilities(call).await,
+        Verb::Watch => streams::watch(call).await,
+        Verb::Volume(v) => match v {
+            VolumeVerb::Create { app, name, size } => {
+                verbs::volume_create(call, app, name, *size).await
+            }
+            VolumeVerb::Snapshot { app, name, file } => {
+                streams::snapshot(call, app, name, file).await
+            }
+            VolumeVerb::Restore { app, name, file } => {
+                streams::restore(call, app, name, file).await
+            }
+            VolumeVerb::Destroy { app, name } => verbs::volume_destroy(call, app, name).await,
+        },
+        Verb::Edge(e) => verbs::edge(call, e).await,
+        Verb::Trial { request } => verbs::trial(call, request).await,
+        Verb::HasImage { image } => verbs::has_image(call, image).await,
+    }
+}

@@ -1,0 +1,109 @@
+//! The wasm engine every adapter shares: compiler settings, the pooling
+//! allocator, and the epoch ticker that deadlines rest on.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::error::LoadError;
+
+/// How often the epoch advances. A running guest is checked for its deadline
+/// and for cancellation at this granularity, and yields to the async runtime
+/// as often.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Settings of the shared engine.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// Instances of every adapter alive at once (pooling allocator slots).
+    pub total_instances: u32,
+    /// The largest linear memory any instance may have, in bytes. Per-adapter
+    /// limits may be lower, never higher.
+    pub max_memory_bytes: u64,
+    /// Guest stack size.
+    pub max_wasm_stack: usize,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings {
+            total_instances: 1000,
+            max_memory_bytes: 1 << 30,
+            max_wasm_stack: 1 << 20,
+        }
+    }
+}
+
+/// The engine and its epoch ticker. Dropping the last handle stops the
+/// ticker.
+pub(crate) struct SharedEngine {
+    pub(crate) engine: Engine,
+    pub(crate) settings: EngineSettings,
+    stop: Arc<AtomicBool>,
+}
+
+impl SharedEngine {
+    pub(crate) fn new(settings: EngineSettings) -> Result<Self, LoadError> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.max_wasm_stack(settings.max_wasm_stack);
+        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+
+        let mut pool = PoolingAllocationConfig::new();
+        let slots = settings.total_instances;
+        pool.total_component_instances(slots);
+        // A component instantiates several core modules (the program, shims,
+        // an allocator's fix-ups); Python components a dozen or more.
+        pool.total_core_instances(slots.saturating_mul(4));
+        pool.total_memories(slots.saturating_mul(2));
+        pool.total_tables(slots.saturating_mul(4));
+        pool.total_stacks(slots);
+        pool.max_core_instances_per_component(64);
+        pool.max_memories_per_component(8);
+        pool.max_tables_per_component(32);
+        pool.max_memories_per_module(2);
+        pool.max_tables_per_module(8);
+        pool.table_elements(200_000);
+        pool.max_component_instance_size(1 << 20);
+        pool.max_core_instance_size(4 << 20);
+        pool.max_memory_size(usize::try_from(settings.max_memory_bytes).unwrap_or(usize::MAX));
+        pool.max_unused_warm_slots(64);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+
+        let engine = Engine::new(&config).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        spawn_ticker(engine.clone(), stop.clone());
+        Ok(SharedEngine {
+            engine,
+            settings,
+            stop,
+        })
+    }
+}
+
+impl Drop for SharedEngine {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A plain thread, not a task: it must tick even when every runtime worker is
+/// busy running guests.
+fn spawn_ticker(engine: Engine, stop: Arc<AtomicBool>) {
+    let spawned = std::thread::Builder::new()
+        .name("pando-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        });
+    if let Err(e) = spawned {
+        // Without the ticker deadlines cannot fire inside pure wasm; the
+        // tokio-side deadline still ends calls blocked in host imports.
+        tracing::error!(error = %e, "could not start the epoch ticker thread");
+    }
+}

@@ -1,0 +1,362 @@
+//! The host: one engine, one compile cache and one linker per contract
+//! version, shared by every adapter it loads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::{Component, Linker};
+
+use crate::adapter::{Adapter, AdapterInner, Inspection};
+use crate::cache::{self, CacheOutcome, CompileCache};
+use crate::engine::{EngineSettings, SharedEngine};
+use crate::error::{CallError, LoadError};
+use crate::grants::Grants;
+use crate::imports::kubernetes::KubeContext;
+use crate::limits::Limits;
+use crate::loader::{self, ComponentShape};
+use crate::pool::{Factory, Instance, Pool};
+use crate::runner;
+use crate::state::{HostState, Identity};
+use crate::types::KindInfo;
+
+/// How long loading may spend instantiating and configuring the first
+/// instance.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Loads adapters. Cheap to clone; every clone shares the engine and cache.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<HostInner>,
+}
+
+struct HostInner {
+    engine: Arc<SharedEngine>,
+    cache: Option<CompileCache>,
+    linker_v0_1: Linker<HostState>,
+}
+
+/// Builds a [`Host`].
+#[derive(Debug, Clone)]
+pub struct HostBuilder {
+    settings: EngineSettings,
+    cache_dir: Option<PathBuf>,
+    cache: bool,
+}
+
+impl Default for HostBuilder {
+    fn default() -> Self {
+        HostBuilder {
+            settings: EngineSettings::default(),
+            cache_dir: None,
+            cache: true,
+        }
+    }
+}
+
+impl HostBuilder {
+    /// Engine settings (pool sizes, the largest memory).
+    pub fn engine(mut self, settings: EngineSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Where precompiled components are kept (default:
+    /// [`CompileCache::default_dir`]).
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Compile every component afresh, keeping nothing on disk.
+    pub fn no_cache(mut self) -> Self {
+        self.cache = false;
+        self
+    }
+
+    /// The host.
+    pub fn build(self) -> Result<Host, LoadError> {
+        let engine = Arc::new(SharedEngine::new(self.settings)?);
+        let cache = if self.cache {
+            match self.cache_dir.or_else(CompileCache::default_dir) {
+                Some(dir) => match CompileCache::new(&dir) {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        tracing::warn!(dir = %dir.display(), error = %e,
+                            "compile cache unusable; compiling every load");
+                        None
+                    }
+                },
+                None => None,
+            }
+        } else {
+            None
+        };
+        let linker_v0_1 = crate::imports::linker_v0_1(&engine.engine)
+            .map_err(|e| LoadError::Engine(format!("linking the host's imports: {e:#}")))?;
+        Ok(Host {
+            inner: Arc::new(HostInner {
+                engine,
+                cache,
+                linker_v0_1,
+            }),
+        })
+    }
+}
+
+/// What to load an adapter with.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// What it may reach.
+    pub grants: Grants,
+    /// Its configuration, a JSON document (the adapter's schema).
+    pub config: String,
+    /// Its limits.
+    pub limits: Limits,
+    /// The name it is known by in logs and audit (default: its kind).
+    pub name: Option<String>,
+    /// How its Kubernetes import reaches the cluster.
+    pub kubernetes: Option<KubeContext>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            grants: Grants::none(),
+            config: "{}".into(),
+            limits: Limits::default(),
+            name: None,
+            kubernetes: None,
+        }
+    }
+}
+
+/// A checked, compiled component and its first instance.
+struct Prepared {
+    what: String,
+    digest: String,
+    component: Component,
+    cache: CacheOutcome,
+    shape: ComponentShape,
+    compile_time: Duration,
+}
+
+impl Host {
+    /// A builder with the defaults.
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+
+    /// The compile cache in use, if any.
+    pub fn cache(&self) -> Option<&CompileCache> {
+        self.inner.cache.as_ref()
+    }
+
+    /// Loads an adapter from a file.
+    pub async fn load_file(&self, path: &Path, options: LoadOptions) -> Result<Adapter, LoadError> {
+        let bytes = read(path).await?;
+        self.load_bytes(&path.display().to_string(), &bytes, options)
+            .await
+    }
+
+    /// Loads an adapter from bytes; `what` names it in errors.
+    pub async fn load_bytes(
+        &self,
+        what: &str,
+        bytes: &[u8],
+        options: LoadOptions,
+    ) -> Result<Adapter, LoadError> {
+        let started = Instant::now();
+        let max = self.inner.engine.settings.max_memory_bytes;
+        if options.limits.memory_bytes > max {
+            return Err(LoadError::Instantiate {
+                what: what.into(),
+                reason: format!(
+                    "its memory limit of {} bytes is above the host's largest memory, {max} bytes; \
+                     lower `limits.memory_bytes` or raise `EngineSettings::max_memory_bytes`",
+                    options.limits.memory_bytes
+                ),
+            });
+        }
+        let prepared = self.prepare(what, bytes, &options.grants).await?;
+        let (mut first, info, identity, factory) = self.first_instance(&prepared, &options).await?;
+
+        let cancel = CancellationToken::new();
+        let deadline = Instant::now().checked_add(LOAD_TIMEOUT);
+        let config = options.config.clone();
+        runner::run(
+            &mut first,
+            &identity.name,
+            "configure",
+            deadline,
+            &cancel,
+            async move |g, s| g.call_configure(s, &config).await,
+        )
+        .await
+        .map_err(|e| LoadError::Config {
+            what: what.into(),
+            error: Box::new(e),
+        })?;
+
+        let pool = Pool::new(factory, Some(first));
+        tracing::info!(
+            adapter = %identity.name,
+            kind = %info.kind,
+            world = prepared.shape.world.name(),
+            version = %prepared.shape.version,
+            cache = ?prepared.cache,
+            compile_ms = prepared.compile_time.as_secs_f64() * 1e3,
+            load_ms = started.elapsed().as_secs_f64() * 1e3,
+            "adapter loaded"
+        );
+        Ok(Adapter::new(AdapterInner {
+            identity,
+            info,
+            shape: prepared.shape,
+            digest: prepared.digest,
+            cache: prepared.cache,
+            limits: options.limits,
+            pool,
+        }))
+    }
+
+    /// Checks a component and reads who it is, without configuring it.
+    pub async fn inspect_bytes(
+        &self,
+        what: &str,
+        bytes: &[u8],
+        grants: &Grants,
+    ) -> Result<Inspection, LoadError> {
+        let prepared = self.prepare(what, bytes, grants).await?;
+        let options = LoadOptions {
+            grants: grants.clone(),
+            ..LoadOptions::default()
+        };
+        let (_first, info, _identity, _factory) = self.first_instance(&prepared, &options).await?;
+        Ok(Inspection {
+            info,
+            shape: prepared.shape,
+            digest: prepared.digest,
+            cache: prepared.cache,
+        })
+    }
+
+    /// Like [`Host::inspect_bytes`], from a file.
+    pub async fn inspect_file(
+        &self,
+        path: &Path,
+        grants: &Grants,
+    ) -> Result<Inspection, LoadError> {
+        let bytes = read(path).await?;
+        self.inspect_bytes(&path.display().to_string(), &bytes, grants)
+            .await
+    }
+
+    async fn prepare(
+        &self,
+        what: &str,
+        bytes: &[u8],
+        grants: &Grants,
+    ) -> Result<Prepared, LoadError> {
+        loader::check_header(what, bytes)?;
+        let digest = cache::digest(bytes);
+        let started = Instant::now();
+        // Compiling takes hundreds of milliseconds of CPU: keep it off the
+        // async workers.
+        let engine = self.inner.engine.engine.clone();
+        let cache = self.inner.cache.clone();
+        let owned = bytes.to_vec();
+        let dig = digest.clone();
+        let compiled = tokio::task::spawn_blocking(move || match &cache {
+            Some(c) => c.load(&engine, &dig, &owned),
+            None => Component::new(&engine, &owned).map(|c| (c, CacheOutcome::Uncached)),
+        })
+        .await
+        .map_err(|e| LoadError::Engine(format!("compile task failed: {e}")))?;
+        let (component, cache) = compiled.map_err(|e| LoadError::Malformed {
+            what: what.into(),
+            reason: format!("{e:#}"),
+        })?;
+        let compile_time = started.elapsed();
+        let shape = loader::check_shape(what, &self.inner.engine.engine, &component, grants)?;
+        Ok(Prepared {
+            what: what.into(),
+            digest,
+            component,
+            cache,
+            shape,
+            compile_time,
+        })
+    }
+
+    async fn first_instance(
+        &self,
+        prepared: &Prepared,
+        options: &LoadOptions,
+    ) -> Result<(Instance, KindInfo, Arc<Identity>, Factory), LoadError> {
+        let what = prepared.what.as_str();
+        let provisional = Arc::new(Identity {
+            name: options.name.clone().unwrap_or_else(|| what.to_string()),
+        });
+        let factory = Factory::new(
+            &self.inner.engine,
+            &self.inner.linker_v0_1,
+            &prepared.component,
+            options.config.clone(),
+            options.limits.clone(),
+            provisional.clone(),
+            options.kubernetes.clone(),
+        )
+        .map_err(|e| LoadError::Instantiate {
+            what: what.into(),
+            reason: format!("{e:#}"),
+        })?;
+
+        let cancel = CancellationToken::new();
+        let deadline = Instant::now().checked_add(LOAD_TIMEOUT);
+        let instantiate_err = |e: CallError| LoadError::Instantiate {
+            what: what.into(),
+            reason: e.to_string(),
+        };
+        let mut inst = factory
+            .instantiate(deadline, &cancel)
+            .await
+            .map_err(instantiate_err)?;
+        let info = runner::run(
+            &mut inst,
+            &provisional.name,
+            "info",
+            deadline,
+            &cancel,
+            async |g, s| g.call_info(s).await.map(Ok),
+        )
+        .await
+        .map_err(instantiate_err)?;
+        if info.kind.is_empty() {
+            return Err(LoadError::Instantiate {
+                what: what.into(),
+                reason: "its `info` returns an empty kind; an adapter names its kind".into(),
+            });
+        }
+        // Known by its kind from here on, unless the caller named it.
+        let identity = match &options.name {
+            Some(_) => provisional,
+            None => Arc::new(Identity {
+                name: info.kind.clone(),
+            }),
+        };
+        let factory = factory.with_identity(identity.clone());
+        inst.store.data_mut().set_identity(identity.clone());
+        Ok((inst, info, identity, factory))
+    }
+}
+
+async fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
+    tokio::fs::read(path)
+        .await
+        .map_err(|source| LoadError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+}

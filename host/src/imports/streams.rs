@@ -1,0 +1,74 @@
+//! `pando:runtime/streams`: streams an adapter makes of its own.
+
+use bytes::Bytes;
+use wasmtime::component::Resource;
+use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream, MemoryInputPipe};
+use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
+
+use crate::bindings::v0_1::pando::runtime::streams::Host;
+use crate::state::HostState;
+
+/// The most a pipe buffers, whatever the guest asks for.
+pub const MAX_PIPE_CAPACITY: u64 = 1 << 20;
+/// A pipe's write chunk.
+const CHUNK: usize = 64 << 10;
+
+impl Host for HostState {
+    async fn from_bytes(&mut self, bytes: Vec<u8>) -> wasmtime::Result<Resource<DynInputStream>> {
+        let stream: DynInputStream = Box::new(MemoryInputPipe::new(Bytes::from(bytes)));
+        Ok(self.table().push(stream)?)
+    }
+
+    async fn pipe(
+        &mut self,
+        capacity: u64,
+    ) -> wasmtime::Result<(Resource<DynOutputStream>, Resource<DynInputStream>)> {
+        let capacity = usize::try_from(capacity.clamp(1, MAX_PIPE_CAPACITY)).unwrap_or(CHUNK);
+        // A duplex's halves close each other on drop, so dropping the output
+        // end ends the input.
+        let (writer, reader) = tokio::io::duplex(capacity);
+        let out: DynOutputStream = Box::new(AsyncWriteStream::new(capacity.min(CHUNK), writer));
+        let inp: DynInputStream = Box::new(AsyncReadStream::new(reader));
+        let out = self.table().push(out)?;
+        let inp = self.table().push(inp)?;
+        Ok((out, inp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime_wasi::p2::{Pollable, StreamError};
+
+    /// What the exec echo session relies on: bytes written into the output
+    /// end come out of the input end, and dropping the output end ends it.
+    #[tokio::test]
+    async fn pipe_delivers_then_ends_when_the_writer_is_dropped() {
+        let (writer, reader) = tokio::io::duplex(1024);
+        let mut out: DynOutputStream = Box::new(AsyncWriteStream::new(1024, writer));
+        let mut inp: DynInputStream = Box::new(AsyncReadStream::new(reader));
+        out.ready().await;
+        assert!(out.check_write().expect("writable") >= 5);
+        out.write(Bytes::from_static(b"hello")).expect("write");
+        out.flush().expect("flush");
+        out.ready().await;
+        drop(out);
+        let mut got = Vec::new();
+        let end = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            loop {
+                match inp.read(1024) {
+                    Ok(b) if b.is_empty() => inp.ready().await,
+                    Ok(b) => got.extend_from_slice(&b),
+                    Err(StreamError::Closed) => break,
+                    Err(e) => panic!("read failed: {e:?}"),
+                }
+            }
+        })
+        .await;
+        assert!(
+            end.is_ok(),
+            "the input never ended after the writer was dropped"
+        );
+        assert_eq!(got, b"hello");
+    }
+}

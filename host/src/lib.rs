@@ -1,0 +1,48 @@
+//! Pando's adapter host: loads runtime adapters (WebAssembly components that
+//! implement `pando:runtime`), checks them, compiles them once, runs them
+//! under limits, and lends them capability-scoped imports. Core calls a
+//! loaded [`Adapter`] through typed async methods and never sees wasm.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use pando_host::{CallContext, Host, LoadOptions};
+//! let host = Host::builder().build()?;
+//! let adapter = host.load_file("adapter.wasm".as_ref(), LoadOptions::default()).await?;
+//! let web = pando_host::types::WorkloadRef {
+//!     bundle: "shop".into(),
+//!     workload: "web".into(),
+//! };
+//! let up = adapter.upstream(&CallContext::default(), &web, 8080).await?;
+//! println!("{}:{}", up.host, up.port);
+//! # Ok(()) }
+//! ```
+
+pub mod adapter;
+pub mod bindings;
+pub mod cache;
+pub mod call;
+mod engine;
+pub mod error;
+pub mod grants;
+mod host;
+pub mod imports;
+pub mod limits;
+pub mod loader;
+mod pool;
+mod runner;
+mod state;
+mod stderr;
+pub mod streams;
+pub mod types;
+
+pub use adapter::{Adapter, ExecSession};
+pub use cache::{CacheOutcome, CompileCache};
+pub use call::CallContext;
+pub use engine::{EPOCH_TICK, EngineSettings};
+pub use error::{CallError, LoadError};
+pub use grants::Grants;
+pub use host::{Host, HostBuilder, LoadOptions};
+pub use limits::Limits;
+pub use loader::{ComponentShape, SERVED_VERSIONS, World};
+pub use state::HostState;
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,138 @@
+//! Per-adapter resource limits, and the store limiter that enforces memory
+//! and table growth while remembering which limit was hit, so a trap can be
+//! reported as "memory exhausted" rather than a bare crash.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Limits one adapter runs under. The defaults suit the Kubernetes adapter
+/// with room to spare.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Linear memory one instance may grow to, in bytes.
+    pub memory_bytes: u64,
+    /// Table elements one instance may grow to.
+    pub table_elements: u64,
+    /// A call's deadline when the caller sets none.
+    #[serde(with = "humantime_ms")]
+    pub default_timeout: Duration,
+    /// Instances alive at once for ordinary calls; more callers wait.
+    pub max_instances: u32,
+    /// Configured instances kept idle for reuse.
+    pub max_idle: u32,
+    /// Instances alive at once for long-running calls (watch, exec).
+    pub max_long_running: u32,
+    /// Calls one instance serves before it is replaced, bounding any leak
+    /// inside the guest.
+    pub max_calls_per_instance: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 256 << 20,
+            table_elements: 100_000,
+            default_timeout: Duration::from_secs(60),
+            max_instances: 32,
+            max_idle: 8,
+            max_long_running: 64,
+            max_calls_per_instance: 100_000,
+        }
+    }
+}
+
+/// Durations in configuration files are milliseconds.
+mod humantime_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+/// Which limit stopped the guest, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LimitHit {
+    Memory,
+    Table,
+}
+
+/// Enforces [`Limits`] on one store.
+pub(crate) struct Limiter {
+    memory_bytes: usize,
+    table_elements: usize,
+    pub(crate) hit: Option<LimitHit>,
+}
+
+impl Limiter {
+    pub(crate) fn new(limits: &Limits) -> Self {
+        Limiter {
+            memory_bytes: usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX),
+            table_elements: usize::try_from(limits.table_elements).unwrap_or(usize::MAX),
+            hit: None,
+        }
+    }
+
+    /// The memory limit, in bytes.
+    pub(crate) fn memory_limit(&self) -> u64 {
+        self.memory_bytes as u64
+    }
+}
+
+impl wasmtime::ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            // A trap, not a failed grow: a guest allocator that sees a failed
+            // grow aborts anyway, and a trap here tells us why.
+            self.hit = Some(LimitHit::Memory);
+            return Err(wasmtime::format_err!(
+                "memory limit of {} bytes exceeded (asked for {desired})",
+                self.memory_bytes
+            ));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.table_elements {
+            self.hit = Some(LimitHit::Table);
+            return Err(wasmtime::format_err!(
+                "table limit of {} elements exceeded (asked for {desired})",
+                self.table_elements
+            ));
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        // Components instantiate several core modules; the pooling allocator
+        // bounds the real total.
+        1000
+    }
+
+    fn tables(&self) -> usize {
+        1000
+    }
+
+    fn memories(&self) -> usize {
+        100
+    }
+}

@@ -1,0 +1,262 @@
+//! Checking a component before anything runs: is it wasm, is it a component,
+//! which contract version and world does it target, and can every import be
+//! satisfied within its grants.
+
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use crate::error::LoadError;
+use crate::grants::Grants;
+
+/// Contract versions this host serves, newest first.
+pub const SERVED_VERSIONS: &[&str] = &["0.1.0"];
+
+/// The contract's package.
+const PACKAGE: &str = "pando:runtime";
+
+/// Which world a component targets, read from what it really imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum World {
+    /// The adapter exports and the generic imports.
+    RuntimeAdapter,
+    /// Adds the Kubernetes API import.
+    KubernetesAdapter,
+}
+
+impl World {
+    /// The world's WIT name.
+    pub fn name(self) -> &'static str {
+        match self {
+            World::RuntimeAdapter => "runtime-adapter",
+            World::KubernetesAdapter => "kubernetes-adapter",
+        }
+    }
+}
+
+/// What the checks learned of a component.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ComponentShape {
+    /// The world it targets.
+    pub world: World,
+    /// The contract version it targets.
+    pub version: String,
+    /// Every import, by full name.
+    pub imports: Vec<String>,
+    /// Every export, by full name.
+    pub exports: Vec<String>,
+}
+
+/// What the first bytes say the file is.
+pub(crate) fn check_header(what: &str, bytes: &[u8]) -> Result<(), LoadError> {
+    if bytes.len() < 8 || &bytes[0..4] != b"\0asm" {
+        return Err(LoadError::NotWasm { what: what.into() });
+    }
+    if wasmparser::Parser::is_core_wasm(bytes) {
+        return Err(LoadError::CoreModule { what: what.into() });
+    }
+    if !wasmparser::Parser::is_component(bytes) {
+        return Err(LoadError::Malformed {
+            what: what.into(),
+            reason: format!(
+                "unknown wasm layer or version (header bytes {:02x?}); this host reads components \
+                 of the component-model binary format",
+                &bytes[4..8]
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A parsed `namespace:package/interface@version`.
+struct ItemName<'a> {
+    package: &'a str,
+    interface: &'a str,
+    version: Option<&'a str>,
+}
+
+fn parse_name(name: &str) -> Option<ItemName<'_>> {
+    let (path, version) = match name.split_once('@') {
+        Some((p, v)) => (p, Some(v)),
+        None => (name, None),
+    };
+    let (package, interface) = path.split_once('/')?;
+    Some(ItemName {
+        package,
+        interface,
+        version,
+    })
+}
+
+/// Reads the component's type and checks it against what this host serves
+/// and what the grants allow.
+pub(crate) fn check_shape(
+    what: &str,
+    engine: &Engine,
+    component: &Component,
+    grants: &Grants,
+) -> Result<ComponentShape, LoadError> {
+    let ty = component.component_type();
+    let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
+    let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+
+    let adapter_export = exports
+        .iter()
+        .find_map(|e| parse_name(e).filter(|n| n.package == PACKAGE && n.interface == "adapter"));
+    let Some(adapter) = adapter_export else {
+        return Err(LoadError::NotAnAdapter {
+            what: what.into(),
+            exports: if exports.is_empty() {
+                "nothing".into()
+            } else {
+                exports.join(", ")
+            },
+        });
+    };
+    let version = adapter.version.unwrap_or("").to_string();
+    if !SERVED_VERSIONS.contains(&version.as_str()) {
+        return Err(LoadError::UnsupportedVersion {
+            what: what.into(),
+            found: if version.is_empty() {
+                "an unversioned package".into()
+            } else {
+                version
+            },
+            served: SERVED_VERSIONS.join(", "),
+        });
+    }
+
+    let mut world = World::RuntimeAdapter;
+    for import in &imports {
+        let reason = match classify_import(import, &version) {
+            Import::Lent => continue,
+            Import::Kubernetes => {
+                if grants.kubernetes.is_none() {
+                    Some(
+                        "the Kubernetes API, but its grants have no `kubernetes` section; \
+                         grant what it may reach (docs/grants.md), or load a component that \
+                         does not import it"
+                            .to_string(),
+                    )
+                } else {
+                    world = World::KubernetesAdapter;
+                    None
+                }
+            }
+            Import::Refused(why) => Some(why),
+        };
+        if let Some(reason) = reason {
+            return Err(LoadError::Import {
+                what: what.into(),
+                import: import.clone(),
+                reason,
+            });
+        }
+    }
+    Ok(ComponentShape {
+        world,
+        version,
+        imports,
+        exports,
+    })
+}
+
+enum Import {
+    /// Lent to every adapter.
+    Lent,
+    /// Lent only with a Kubernetes grant.
+    Kubernetes,
+    /// Never lent; why.
+    Refused(String),
+}
+
+fn classify_import(name: &str, contract_version: &str) -> Import {
+    let Some(item) = parse_name(name) else {
+        return Import::Refused(
+            "which is not an interface this host knows (a bare function import); \
+             adapters import only WASI 0.2 and pando:runtime interfaces"
+                .into(),
+        );
+    };
+    match item.package {
+        // Inert without authority: no preopened directories, no environment,
+        // no stdin; stdout is discarded and stderr goes to the host's log.
+        "wasi:io" | "wasi:clocks" | "wasi:random" | "wasi:cli" | "wasi:filesystem" => Import::Lent,
+        "wasi:sockets" | "wasi:http" => Import::Refused(
+            "which this host does not lend: adapters have no network of their own and reach \
+             their runtime only through the host's imports (pando:runtime/kubernetes); \
+             remove the socket or HTTP use from the adapter"
+                .into(),
+        ),
+        PACKAGE => {
+            if item.version != Some(contract_version) {
+                return Import::Refused(format!(
+                    "but exports pando:runtime/adapter@{contract_version}; build the whole adapter \
+                     against one version of the pando:runtime package"
+                ));
+            }
+            match item.interface {
+                "log" | "call" | "events" | "streams" | "types" => Import::Lent,
+                "kubernetes" => Import::Kubernetes,
+                other => Import::Refused(format!(
+                    "but pando:runtime@{contract_version} has no importable interface `{other}`"
+                )),
+            }
+        }
+        other => Import::Refused(format!(
+            "from package `{other}`, which this host does not provide; adapters import only \
+             WASI 0.2 (io, clocks, random, cli, filesystem) and pando:runtime interfaces"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_classification() {
+        assert!(matches!(
+            check_header("x", b"hello world"),
+            Err(LoadError::NotWasm { .. })
+        ));
+        assert!(matches!(
+            check_header("x", b"\0asm\x01\0\0\0"),
+            Err(LoadError::CoreModule { .. })
+        ));
+        assert!(check_header("x", b"\0asm\x0d\0\x01\0").is_ok());
+        assert!(matches!(
+            check_header("x", b"\0asm\x7f\0\x09\0"),
+            Err(LoadError::Malformed { .. })
+        ));
+    }
+
+    #[test]
+    fn imports_are_classified() {
+        assert!(matches!(
+            classify_import("wasi:io/streams@0.2.4", "0.1.0"),
+            Import::Lent
+        ));
+        assert!(matches!(
+            classify_import("pando:runtime/log@0.1.0", "0.1.0"),
+            Import::Lent
+        ));
+        assert!(matches!(
+            classify_import("pando:runtime/kubernetes@0.1.0", "0.1.0"),
+            Import::Kubernetes
+        ));
+        assert!(matches!(
+            classify_import("pando:runtime/log@0.2.0", "0.1.0"),
+            Import::Refused(_)
+        ));
+        assert!(matches!(
+            classify_import("wasi:sockets/tcp@0.2.0", "0.1.0"),
+            Import::Refused(_)
+        ));
+        assert!(matches!(
+            classify_import("acme:evil/backdoor", "0.1.0"),
+            Import::Refused(_)
+        ));
+        assert!(matches!(classify_import("f", "0.1.0"), Import::Refused(_)));
+    }
+}

@@ -1,0 +1,285 @@
+//! Configured instances of one adapter, kept for reuse.
+//!
+//! A wasmtime store runs one call at a time, and core calls concurrently, so
+//! each adapter has a pool: a call leases an idle configured instance (or a
+//! new one), and gives it back when it ends well. An instance that trapped,
+//! ran out of time, was cancelled mid-call or served its quota is dropped
+//! instead. Long-running calls (watch, exec) take a fresh instance of their
+//! own from a separate budget, so they cannot starve ordinary calls.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::Component;
+use wasmtime::{Store, UpdateDeadline};
+
+use crate::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
+use crate::engine::SharedEngine;
+use crate::error::CallError;
+use crate::imports::kubernetes::KubeContext;
+use crate::limits::Limits;
+use crate::runner;
+use crate::state::{HostState, Identity};
+
+/// One configured instance.
+pub(crate) struct Instance {
+    pub(crate) store: Store<HostState>,
+    pub(crate) bindings: KubernetesAdapter,
+    calls: u64,
+    /// Set when the instance must not serve another call.
+    pub(crate) poisoned: bool,
+}
+
+/// What every new instance is made from.
+pub(crate) struct Factory {
+    /// Shared, so the epoch ticker runs as long as any adapter lives.
+    pub(crate) engine: Arc<SharedEngine>,
+    pub(crate) pre: KubernetesAdapterPre<HostState>,
+    pub(crate) config: String,
+    pub(crate) limits: Limits,
+    pub(crate) identity: Arc<Identity>,
+    pub(crate) kubernetes: Option<KubeContext>,
+}
+
+impl Factory {
+    pub(crate) fn new(
+        engine: &Arc<SharedEngine>,
+        linker: &wasmtime::component::Linker<HostState>,
+        component: &Component,
+        config: String,
+        limits: Limits,
+        identity: Arc<Identity>,
+        kubernetes: Option<KubeContext>,
+    ) -> wasmtime::Result<Self> {
+        let pre = linker.instantiate_pre(component)?;
+        let pre = KubernetesAdapterPre::new(pre)?;
+        Ok(Factory {
+            engine: Arc::clone(engine),
+            pre,
+            config,
+            limits,
+            identity,
+            kubernetes,
+        })
+    }
+
+    /// A fresh store with its limits and deadline hook.
+    fn store(&self) -> Store<HostState> {
+        let state = HostState::new(self.identity.clone(), &self.limits, self.kubernetes.clone());
+        let mut store = Store::new(&self.engine.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.epoch_deadline_callback(|mut cx| {
+            let call = &mut cx.data_mut().call;
+            if let Some(why) = call.should_stop() {
+                call.stopped = Some(why);
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            // Yield each tick so the executor stays fair and core's own
+            // timers run while a guest computes.
+            Ok(UpdateDeadline::Yield(1))
+        });
+        store.set_epoch_deadline(1);
+        store
+    }
+
+    /// The same factory, naming instances differently in logs.
+    pub(crate) fn with_identity(mut self, identity: Arc<Identity>) -> Self {
+        self.identity = identity;
+        self
+    }
+
+    /// Instantiates a new, unconfigured instance within the deadline.
+    pub(crate) async fn instantiate(
+        &self,
+        deadline: Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Result<Instance, CallError> {
+        runner::run_bare(
+            &self.identity.name,
+            "instantiate",
+            self.store(),
+            deadline,
+            cancel,
+            async |store: &mut Store<HostState>| self.pre.instantiate_async(store).await,
+        )
+        .await
+    }
+
+    /// Instantiates and configures a new instance, within the call's
+    /// deadline.
+    pub(crate) async fn create(
+        &self,
+        deadline: Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Result<Instance, CallError> {
+        let mut inst = self.instantiate(deadline, cancel).await?;
+        let config = self.config.clone();
+        runner::run(
+            &mut inst,
+            &self.identity.name,
+            "configure",
+            deadline,
+            cancel,
+            async move |g, s| g.call_configure(s, &config).await,
+        )
+        .await?;
+        Ok(inst)
+    }
+}
+
+impl Instance {
+    pub(crate) fn new(store: Store<HostState>, bindings: KubernetesAdapter) -> Self {
+        Instance {
+            store,
+            bindings,
+            calls: 0,
+            poisoned: false,
+        }
+    }
+}
+
+/// An adapter's instances.
+pub(crate) struct Pool {
+    pub(crate) factory: Factory,
+    idle: Mutex<Vec<Instance>>,
+    permits: Arc<Semaphore>,
+    long_permits: Arc<Semaphore>,
+}
+
+/// An instance lent to one call.
+pub(crate) struct Lease {
+    /// Always `Some` until the lease is dropped.
+    instance: Option<Instance>,
+    pool: Arc<Pool>,
+    reusable: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Pool {
+    pub(crate) fn new(factory: Factory, first: Option<Instance>) -> Arc<Self> {
+        let limits = &factory.limits;
+        let permits = Arc::new(Semaphore::new(limits.max_instances.max(1) as usize));
+        let long_permits = Arc::new(Semaphore::new(limits.max_long_running.max(1) as usize));
+        Arc::new(Pool {
+            idle: Mutex::new(first.into_iter().collect()),
+            factory,
+            permits,
+            long_permits,
+        })
+    }
+
+    /// Instances idle now.
+    pub(crate) fn idle_count(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Leases an instance for an ordinary call, waiting (within the deadline)
+    /// while every instance is busy.
+    pub(crate) async fn lease(
+        self: &Arc<Self>,
+        method: &'static str,
+        deadline: Option<Instant>,
+        timeout: Option<std::time::Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<Lease, CallError> {
+        let permit = self
+            .acquire(&self.permits, method, deadline, timeout, cancel)
+            .await?;
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let instance = match idle {
+            Some(i) => i,
+            None => self.factory.create(deadline, cancel).await?,
+        };
+        Ok(Lease {
+            instance: Some(instance),
+            pool: self.clone(),
+            reusable: true,
+            _permit: permit,
+        })
+    }
+
+    /// A fresh instance for a long-running call, never returned to the pool.
+    pub(crate) async fn lease_dedicated(
+        self: &Arc<Self>,
+        method: &'static str,
+        deadline: Option<Instant>,
+        timeout: Option<std::time::Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<Lease, CallError> {
+        let permit = self
+            .acquire(&self.long_permits, method, deadline, timeout, cancel)
+            .await?;
+        let instance = self.factory.create(deadline, cancel).await?;
+        Ok(Lease {
+            instance: Some(instance),
+            pool: self.clone(),
+            reusable: false,
+            _permit: permit,
+        })
+    }
+
+    async fn acquire(
+        &self,
+        sem: &Arc<Semaphore>,
+        method: &'static str,
+        deadline: Option<Instant>,
+        timeout: Option<std::time::Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<OwnedSemaphorePermit, CallError> {
+        let adapter = self.factory.identity.name.clone();
+        let wait = sem.clone().acquire_owned();
+        let expired = runner::sleep_until_opt(deadline);
+        tokio::select! {
+            p = wait => p.map_err(|_| CallError::Host {
+                adapter,
+                method,
+                message: "the adapter's instance pool is closed".into(),
+            }),
+            () = expired => Err(CallError::DeadlineExceeded {
+                adapter,
+                method,
+                timeout: timeout.unwrap_or_default(),
+            }),
+            () = cancel.cancelled() => Err(CallError::Cancelled { adapter, method }),
+        }
+    }
+}
+
+impl Lease {
+    /// The leased instance.
+    pub(crate) fn instance(&mut self) -> &mut Instance {
+        match self.instance.as_mut() {
+            Some(i) => i,
+            None => unreachable!("a lease holds its instance until dropped"),
+        }
+    }
+
+    /// Counts a finished call; the instance is not reused past its quota.
+    pub(crate) fn count_call(&mut self) {
+        self.instance().calls += 1;
+    }
+
+    /// Keep this instance out of the pool when the lease ends (it holds
+    /// resources of a finished call, or it is bound to a session).
+    pub(crate) fn discard_after(&mut self) {
+        self.reusable = false;
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let Some(inst) = self.instance.take() else {
+            return;
+        };
+        let limits = &self.pool.factory.limits;
+        if !self.reusable || inst.poisoned || inst.calls >= limits.max_calls_per_instance {
+            return;
+        }
+        let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < limits.max_idle as usize {
+            idle.push(inst);
+        }
+    }
+}

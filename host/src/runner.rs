@@ -1,0 +1,187 @@
+//! Running guest code under a deadline and cancellation, and telling apart
+//! what went wrong when it does not return.
+//!
+//! Two mechanisms stop a call: the tokio side (a deadline or a cancellation
+//! while the guest waits in a host import) and the epoch hook (the same,
+//! while the guest computes and never enters the host). Either way the
+//! store may be mid-call, so its instance is poisoned and never reused.
+
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::{Store, Trap};
+
+use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
+use crate::error::CallError;
+use crate::limits::LimitHit;
+use crate::pool::Instance;
+use crate::state::{ActiveCall, CANCEL_GRACE, HostState, Stopped};
+use crate::types::Error as AdapterError;
+
+/// Sleeps until the deadline, or forever without one.
+pub(crate) async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves [`CANCEL_GRACE`] after the token is cancelled.
+async fn cancelled_then_grace(cancel: &CancellationToken) {
+    cancel.cancelled().await;
+    tokio::time::sleep(CANCEL_GRACE).await;
+}
+
+/// Runs `f` on a bare store (instantiation), making it an instance.
+pub(crate) async fn run_bare(
+    adapter: &str,
+    method: &'static str,
+    mut store: Store<HostState>,
+    deadline: Option<Instant>,
+    cancel: &CancellationToken,
+    f: impl AsyncFnOnce(
+        &mut Store<HostState>,
+    ) -> wasmtime::Result<crate::bindings::v0_1::KubernetesAdapter>,
+) -> Result<Instance, CallError> {
+    match guarded(&mut store, adapter, method, deadline, cancel, f).await {
+        Ok(bindings) => Ok(Instance::new(store, bindings)),
+        Err((e, _)) => Err(e),
+    }
+}
+
+/// Runs one export call on an instance. The adapter's own error is passed
+/// through; anything else poisons the instance.
+pub(crate) async fn run<R>(
+    inst: &mut Instance,
+    adapter: &str,
+    method: &'static str,
+    deadline: Option<Instant>,
+    cancel: &CancellationToken,
+    f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, AdapterError>>,
+) -> Result<R, CallError> {
+    let Instance {
+        store, bindings, ..
+    } = inst;
+    let guest = bindings.pando_runtime_adapter();
+    let result = guarded(
+        store,
+        adapter,
+        method,
+        deadline,
+        cancel,
+        async |s: &mut Store<HostState>| f(guest, s).await,
+    )
+    .await;
+    match result {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(CallError::Adapter(e)),
+        Err((e, poisoned)) => {
+            inst.poisoned |= poisoned;
+            Err(e)
+        }
+    }
+}
+
+/// The common part: set the call up on the store, race it against the
+/// deadline and cancellation, classify a failure. The flag says whether the
+/// instance must be dropped.
+async fn guarded<T>(
+    store: &mut Store<HostState>,
+    adapter: &str,
+    method: &'static str,
+    deadline: Option<Instant>,
+    cancel: &CancellationToken,
+    f: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<T>,
+) -> Result<T, (CallError, bool)> {
+    let started = Instant::now();
+    let timeout = deadline.map(|d| d.saturating_duration_since(started));
+    store.data_mut().call = ActiveCall::new(deadline, cancel.clone());
+    store.set_epoch_deadline(1);
+
+    let outcome = {
+        let call = f(&mut *store);
+        tokio::select! {
+            biased;
+            r = call => Some(r),
+            () = sleep_until_opt(deadline) => None,
+            () = cancelled_then_grace(cancel) => None,
+        }
+    };
+    let stopped = store.data().call.stopped;
+    store.data_mut().call = ActiveCall::idle();
+
+    let err = match outcome {
+        Some(Ok(v)) => return Ok(v),
+        Some(Err(e)) => e,
+        // The host side gave up while the guest waited in an import.
+        None => {
+            let e = if cancel.is_cancelled() {
+                CallError::Cancelled {
+                    adapter: adapter.into(),
+                    method,
+                }
+            } else {
+                deadline_error(adapter, method, timeout)
+            };
+            return Err((e, true));
+        }
+    };
+    Err((
+        classify(store, adapter, method, stopped, timeout, err),
+        true,
+    ))
+}
+
+fn deadline_error(adapter: &str, method: &'static str, timeout: Option<Duration>) -> CallError {
+    CallError::DeadlineExceeded {
+        adapter: adapter.into(),
+        method,
+        timeout: timeout.unwrap_or_default(),
+    }
+}
+
+fn classify(
+    store: &mut Store<HostState>,
+    adapter: &str,
+    method: &'static str,
+    stopped: Option<Stopped>,
+    timeout: Option<Duration>,
+    err: wasmtime::Error,
+) -> CallError {
+    match stopped {
+        Some(Stopped::Deadline) => return deadline_error(adapter, method, timeout),
+        Some(Stopped::Cancelled) => {
+            return CallError::Cancelled {
+                adapter: adapter.into(),
+                method,
+            };
+        }
+        None => {}
+    }
+    let data = store.data_mut();
+    if data.limiter.hit == Some(LimitHit::Memory) {
+        data.limiter.hit = None;
+        return CallError::MemoryExhausted {
+            adapter: adapter.into(),
+            method,
+            limit: data.limiter.memory_limit(),
+        };
+    }
+    if err.downcast_ref::<Trap>() == Some(&Trap::StackOverflow) {
+        return CallError::StackOverflow {
+            adapter: adapter.into(),
+            method,
+        };
+    }
+    let tail = data.stderr.take_tail();
+    let mut message = format!("{err:#}");
+    if !tail.is_empty() {
+        message.push_str("; it wrote to stderr: ");
+        message.push_str(&tail);
+    }
+    CallError::Trap {
+        adapter: adapter.into(),
+        method,
+        message,
+    }
+}

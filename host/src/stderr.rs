@@ -1,0 +1,111 @@
+//! The guest's stderr: forwarded line by line to `tracing`, with the last few
+//! KiB kept so a crash can be explained (a Rust panic writes its message
+//! there just before it traps).
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use tokio::io::AsyncWrite;
+
+use crate::state::Identity;
+
+/// How much of the tail is kept.
+const TAIL: usize = 8 << 10;
+/// A line longer than this is logged in pieces.
+const MAX_LINE: usize = 4 << 10;
+
+#[derive(Default)]
+struct Buffer {
+    tail: Vec<u8>,
+    line: Vec<u8>,
+}
+
+/// The guest's stderr.
+#[derive(Clone)]
+pub(crate) struct StderrTail {
+    inner: Arc<Mutex<Buffer>>,
+    identity: Arc<Mutex<Arc<Identity>>>,
+}
+
+impl StderrTail {
+    pub(crate) fn set_identity(&self, identity: Arc<Identity>) {
+        *self.identity.lock().unwrap_or_else(|p| p.into_inner()) = identity;
+    }
+
+    pub(crate) fn new(identity: Arc<Identity>) -> Self {
+        StderrTail {
+            inner: Arc::default(),
+            identity: Arc::new(Mutex::new(identity)),
+        }
+    }
+
+    /// The last bytes written, as text, and forget them.
+    pub(crate) fn take_tail(&self) -> String {
+        let mut b = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = std::mem::take(&mut b.tail);
+        String::from_utf8_lossy(&tail).trim_end().to_string()
+    }
+
+    fn write(&self, bytes: &[u8]) {
+        let mut b = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        b.tail.extend_from_slice(bytes);
+        if b.tail.len() > TAIL {
+            let cut = b.tail.len() - TAIL;
+            b.tail.drain(..cut);
+        }
+        for &byte in bytes {
+            if byte == b'\n' || b.line.len() >= MAX_LINE {
+                let line = std::mem::take(&mut b.line);
+                let identity = self
+                    .identity
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                tracing::warn!(
+                    target: "pando_host::guest",
+                    adapter = %identity.name,
+                    stream = "stderr",
+                    "{}",
+                    String::from_utf8_lossy(&line)
+                );
+                if byte == b'\n' {
+                    continue;
+                }
+            }
+            b.line.push(byte);
+        }
+    }
+}
+
+impl wasmtime_wasi::cli::IsTerminal for StderrTail {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl wasmtime_wasi::cli::StdoutStream for StderrTail {
+    fn async_stream(&self) -> Box<dyn AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+impl AsyncWrite for StderrTail {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.write(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,429 @@
+//! The `pando-host` binary, run as an operator runs it, against the test
+//! adapter component (see `tests/components/test-adapter/src/lib.rs` for
+//! what it answers). Each test has a compile cache of its own.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use pando_host::types::{BundlePlan, EgressPolicy, Protocol};
+
+/// The repository's root.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The test adapter; fails the test, saying what to run, when it is missing.
+fn test_adapter() -> PathBuf {
+    let path = repo_root().join("target/wasm32-wasip2/release/pando_test_adapter.wasm");
+    assert!(
+        path.is_file(),
+        "{} is missing: build the test components with `scripts/build-components`",
+        path.display()
+    );
+    path
+}
+
+/// A `pando-host` command with a cache dir of its own, the test adapter,
+/// and none of the caller's environment that the CLI reads.
+struct Cli {
+    cache: tempfile::TempDir,
+    adapter: PathBuf,
+}
+
+impl Cli {
+    fn new() -> Cli {
+        Cli {
+            cache: tempfile::tempdir().expect("a temporary cache dir"),
+            adapter: test_adapter(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pando-host"));
+        cmd.arg("--cache-dir")
+            .arg(self.cache.path())
+            .args(args)
+            .env("PANDO_ADAPTER", &self.adapter)
+            .env_remove("PANDO_GRANTS")
+            .env_remove("PANDO_CONFIG")
+            .env_remove("KUBECONFIG")
+            .env_remove("RUST_LOG");
+        cmd
+    }
+
+    /// Runs to the end with empty stdin.
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("pando-host runs")
+    }
+
+    /// Runs to the end with `input` as stdin.
+    fn run_with_stdin(&self, args: &[&str], input: &[u8]) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("pando-host starts");
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin.write_all(input).expect("writing stdin");
+        drop(stdin);
+        child.wait_with_output().expect("pando-host runs")
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "exit status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    );
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", stdout(o)))
+}
+
+#[test]
+fn inspect_json_names_the_kind_and_world() {
+    let cli = Cli::new();
+    let adapter = test_adapter();
+    let adapter = adapter.to_str().expect("a UTF-8 path");
+    let o = cli.run(&["inspect", adapter, "-o", "json"]);
+    assert_exit(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["kind"], "test");
+    assert_eq!(v["world"], "runtime-adapter");
+    assert_eq!(v["version"], "0.1.0");
+    for key in [
+        "category",
+        "description",
+        "imports",
+        "exports",
+        "digest",
+        "cache",
+    ] {
+        assert!(v.get(key).is_some(), "no `{key}` in {v}");
+    }
+    assert!(v["config_schema"].is_object(), "schema not parsed: {v}");
+    assert_eq!(v["cache"], "compiled", "a fresh cache dir compiles");
+
+    // Text: aligned `key: value` lines; the second time from the cache.
+    let o = cli.run(&["inspect", adapter]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(text.contains("kind:          test\n"), "{text}");
+    assert!(text.contains("world:         runtime-adapter\n"), "{text}");
+    assert!(
+        text.contains("exports:\n  pando:runtime/adapter@0.1.0\n"),
+        "{text}"
+    );
+    assert!(text.contains("cache:         hit\n"), "{text}");
+}
+
+#[test]
+fn inspect_of_a_file_that_is_not_wasm_names_it() {
+    let cli = Cli::new();
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let file = dir.path().join("not-an-adapter.wasm");
+    std::fs::write(&file, "this is text\n").expect("writing the file");
+    let o = cli.run(&["inspect", file.to_str().expect("a UTF-8 path")]);
+    assert!(
+        matches!(o.status.code(), Some(1 | 2)),
+        "exit {:?}: {}",
+        o.status,
+        stderr(&o)
+    );
+    let err = stderr(&o);
+    assert!(err.contains("not-an-adapter.wasm"), "{err}");
+    assert!(err.contains("not a WebAssembly component"), "{err}");
+}
+
+#[test]
+fn upstream_prints_host_and_port() {
+    let cli = Cli::new();
+    let o = cli.run(&["upstream", "shop", "web", "8080"]);
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "web.shop.test:8080\n");
+
+    let o = cli.run(&["upstream", "shop", "web", "8080", "-o", "json"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        json(&o),
+        serde_json::json!({"host": "web.shop.test", "port": 8080})
+    );
+}
+
+#[test]
+fn the_hello_example_parses_into_a_bundle_plan() {
+    let path = repo_root().join("examples/hello.yaml");
+    let text = std::fs::read_to_string(&path).expect("examples/hello.yaml exists");
+    let plan: BundlePlan = serde_yaml::from_str(&text).expect("hello.yaml is a BundlePlan");
+    assert_eq!(plan.id, "hello");
+    assert_eq!(plan.revision, "1");
+    assert_eq!(plan.workloads.len(), 2);
+    let web = &plan.workloads[0];
+    assert_eq!(
+        (web.name.as_str(), web.image.as_str()),
+        ("web", "nginx:1.27")
+    );
+    assert_eq!(web.ports[0].port, 80);
+    assert_eq!(web.ports[0].protocol, Protocol::Tcp);
+    assert!(!web.env.is_empty());
+    assert_eq!(web.resources.requests.cpu_millis, 100);
+    assert_eq!(web.resources.requests.memory_bytes, 64 << 20);
+    let worker = &plan.workloads[1];
+    assert_eq!(worker.image, "busybox:1.36");
+    assert_eq!(
+        worker.command,
+        ["sh", "-c", "while true; do date; sleep 5; done"]
+    );
+    assert_eq!(worker.mounts[0].volume, "data");
+    assert_eq!(worker.mounts[0].path, "/data");
+    assert_eq!(plan.volumes[0].name, "data");
+    assert_eq!(plan.volumes[0].size_bytes, Some(1 << 30));
+    assert_eq!(plan.network.egress, EgressPolicy::Open);
+    assert!(plan.pull_credentials.is_empty());
+}
+
+#[test]
+fn apply_of_the_hello_example_succeeds() {
+    let cli = Cli::new();
+    let plan = repo_root().join("examples/hello.yaml");
+    let o = cli.run(&["apply", plan.to_str().expect("a UTF-8 path"), "-o", "json"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        json(&o),
+        serde_json::json!({"id": "hello", "location": "test/hello"})
+    );
+}
+
+#[test]
+fn apply_of_a_plan_with_a_bad_field_names_the_file_and_field() {
+    let cli = Cli::new();
+    let text = std::fs::read_to_string(repo_root().join("examples/hello.yaml"))
+        .expect("examples/hello.yaml exists");
+    let bad = text.replacen("protocol: Tcp", "protocol: tc", 1);
+    assert_ne!(bad, text, "the example has a Tcp port");
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let file = dir.path().join("bad-plan.yaml");
+    std::fs::write(&file, bad).expect("writing the plan");
+
+    let o = cli.run(&["apply", file.to_str().expect("a UTF-8 path")]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "{}: at workloads[0].ports[0].protocol: unknown variant `tc`, expected `Tcp` or `Udp`",
+            file.display()
+        )),
+        "{err}"
+    );
+
+    // With -o json the error is a JSON object on stdout.
+    let o = cli.run(&["apply", file.to_str().expect("a UTF-8 path"), "-o", "json"]);
+    assert_exit(&o, 2);
+    let v = json(&o);
+    assert_eq!(v["error"]["kind"], "input");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("workloads[0].ports[0].protocol"), "{v}");
+}
+
+#[test]
+fn observe_json_reports_the_counter_workload() {
+    let cli = Cli::new();
+    let o = cli.run(&["observe", "shop", "-o", "json"]);
+    assert_exit(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["id"], "shop");
+    assert_eq!(v["exists"], true);
+    assert_eq!(v["workloads"][0]["name"], "counter");
+    assert_eq!(v["workloads"][0]["phase"], "Running");
+
+    let o = cli.run(&["observe", "shop"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(text.contains("NAME     PHASE    EXIT  REASON\n"), "{text}");
+    assert!(text.contains("counter  Running  -     calls=1\n"), "{text}");
+}
+
+#[test]
+fn logs_of_bytes_1000_prints_exactly_1000_bytes() {
+    let cli = Cli::new();
+    let o = cli.run(&["logs", "shop", "bytes-1000"]);
+    assert_exit(&o, 0);
+    assert_eq!(o.stdout.len(), 1000);
+    assert!(
+        o.stdout
+            .iter()
+            .enumerate()
+            .all(|(i, b)| usize::from(*b) == i % 251),
+        "the bytes are the adapter's pattern"
+    );
+}
+
+#[test]
+fn a_call_error_exits_1_and_is_json_with_o_json() {
+    let cli = Cli::new();
+    // More than the test adapter's 16 MiB: `invalid`.
+    let o = cli.run(&["logs", "shop", "bytes-99999999999", "-o", "json"]);
+    assert_exit(&o, 1);
+    let v = json(&o);
+    assert_eq!(v["error"]["kind"], "invalid", "{v}");
+    assert!(v["error"]["message"].is_string(), "{v}");
+
+    let o = cli.run(&["logs", "shop", "bytes-99999999999"]);
+    assert_exit(&o, 1);
+    assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+}
+
+#[test]
+fn run_fail_exits_3_with_its_stderr() {
+    let cli = Cli::new();
+    let o = cli.run(&["run", "shop", "web", "--", "fail", "now"]);
+    assert_exit(&o, 3);
+    assert!(stderr(&o).contains("failing as asked"), "{}", stderr(&o));
+
+    let o = cli.run(&["run", "shop", "web", "--", "echo", "hi"]);
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "echo hi\n");
+}
+
+#[test]
+fn exec_copies_stdin_and_exits_with_the_process_code() {
+    let cli = Cli::new();
+    let o = cli.run_with_stdin(&["exec", "-i", "shop", "web", "--", "upper"], b"hello\n");
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "HELLO\n");
+
+    let o = cli.run_with_stdin(&["exec", "-i", "shop", "web", "--", "exit7"], b"x");
+    assert_exit(&o, 7);
+    assert_eq!(stdout(&o), "x");
+}
+
+#[test]
+fn volume_snapshot_restores_round_trip() {
+    let cli = Cli::new();
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let file = dir.path().join("snap.tar");
+    let file = file.to_str().expect("a UTF-8 path");
+    let o = cli.run(&["volume", "snapshot", "shop", "bytes-5000", "-f", file]);
+    assert_exit(&o, 0);
+    assert_eq!(std::fs::metadata(file).expect("the snapshot").len(), 5000);
+    let o = cli.run(&["volume", "restore", "shop", "bytes-5000", "-f", file]);
+    assert_exit(&o, 0);
+    // The adapter checks what it is given: other bytes are refused.
+    let o = cli.run(&["volume", "restore", "shop", "bytes-6000", "-f", file]);
+    assert_exit(&o, 1);
+    // To stdout by default.
+    let o = cli.run(&["volume", "snapshot", "shop", "v"]);
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "snapshot of shop/v\n");
+}
+
+#[test]
+fn watch_prints_json_lines_until_interrupted() {
+    let cli = Cli::new();
+    let mut child = cli
+        .command(&["watch", "-o", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pando-host starts");
+    let out = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(out).lines();
+    let first = lines.next().expect("a first event").expect("a line");
+    assert_eq!(first, "\"Watching\"");
+    let second = lines.next().expect("a second event").expect("a line");
+    let v: serde_json::Value = serde_json::from_str(&second).expect("a JSON line");
+    assert_eq!(v["Changed"]["bundle"], "b", "{second}");
+    // Ctrl-C cancels the call; the watch ends cleanly.
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    drop(lines);
+    let status = child.wait().expect("pando-host ends");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+#[test]
+fn a_rejected_configuration_names_the_field() {
+    let cli = Cli::new();
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let file = dir.path().join("config.yaml");
+    std::fs::write(&file, "bogus: 1\n").expect("writing the config");
+    let o = cli.run(&["--config", file.to_str().expect("a UTF-8 path"), "health"]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("configuration field `bogus` is not known"),
+        "{err}"
+    );
+
+    std::fs::write(&file, "greeting: hello\n").expect("writing the config");
+    let o = cli.run(&["--config", file.to_str().expect("a UTF-8 path"), "health"]);
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "healthy\n");
+}
+
+#[test]
+fn kubernetes_flags_are_accepted_with_a_note() {
+    let cli = Cli::new();
+    let o = cli.run(&["--kubeconfig", "/nonexistent", "--context", "dev", "health"]);
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.contains("Kubernetes import is not available in this build"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+}
+
+#[test]
+fn a_missing_adapter_is_a_usage_error() {
+    let cli = Cli::new();
+    let o = cli
+        .command(&["health"])
+        .env_remove("PANDO_ADAPTER")
+        .stdin(Stdio::null())
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("--adapter"), "{}", stderr(&o));
+}
+
+#[test]
+fn capacity_text_shows_totals_and_the_largest_fit() {
+    let cli = Cli::new();
+    let o = cli.run(&["capacity"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("total:       4000m CPU, 8.0 GiB memory\n"),
+        "{text}"
+    );
+    assert!(text.contains("largest fit: local"), "{text}");
+}

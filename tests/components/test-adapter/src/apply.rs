@@ -1,0 +1,106 @@
+//! `apply`: a normal plan, or one of the misbehaviours its id asks for.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use pando_adapter_sdk::error::invalid;
+use pando_adapter_sdk::types::{BundleHandle, BundlePlan, Error};
+use pando_adapter_sdk::{info, time};
+
+pub fn apply(plan: BundlePlan, greeting: Option<&str>) -> Result<BundleHandle, Error> {
+    info!(
+        bundle = plan.id,
+        workloads = plan.workloads.len(),
+        greeting = greeting.unwrap_or(""),
+        "test adapter applying {}",
+        plan.id
+    );
+    match plan.id.as_str() {
+        "loop" => spin(),
+        "bomb" => bomb(),
+        "panic" => panic!("test adapter asked to panic"),
+        "stack" => {
+            let depth = recurse(0);
+            // Never reached: the recursion has no end.
+            Err(invalid(format!("recursion ended at {depth}")))
+        }
+        "ignore-cancel" => ignore_cancel(),
+        id => {
+            if let Some(ms) = id.strip_prefix("sleep-") {
+                let ms: u64 = ms
+                    .parse()
+                    .map_err(|_| invalid(format!("plan id `{id}`: sleep-<milliseconds>")))?;
+                time::sleep(Duration::from_millis(ms))?;
+                return Ok(handle(plan.id));
+            }
+            if let Some(bad) = plan.workloads.iter().find(|w| !is_dns_label(&w.name)) {
+                return Err(invalid(format!(
+                    "workload name `{}` is not a DNS label (lowercase letters, digits and `-`, \
+                     at most 63, starting and ending with a letter or digit)",
+                    bad.name
+                )));
+            }
+            Ok(handle(plan.id))
+        }
+    }
+}
+
+fn handle(id: String) -> BundleHandle {
+    BundleHandle {
+        location: format!("test/{id}"),
+        id,
+    }
+}
+
+fn is_dns_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let inner = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes.first().is_some_and(inner)
+        && bytes.last().is_some_and(inner)
+        && bytes.iter().all(|b| inner(b) || *b == b'-')
+}
+
+/// Spin in pure wasm, no host call: only the host's epoch backstop ends it.
+fn spin() -> ! {
+    let mut n = 0u64;
+    loop {
+        n = black_box(n.wrapping_add(1));
+    }
+}
+
+/// Allocate 1 MiB at a time, write to every page, keep it all: the host's
+/// memory limit ends it (an allocation failure aborts, a trap).
+fn bomb() -> ! {
+    const CHUNK: usize = 1024 * 1024;
+    const PAGE: usize = 4096;
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let mut chunk = vec![0u8; CHUNK];
+        for i in (0..CHUNK).step_by(PAGE) {
+            chunk[i] = black_box(1);
+        }
+        kept.push(black_box(chunk));
+    }
+}
+
+/// Recurse without bound on the wasm stack itself (the engine's stack
+/// limit), not Rust's shadow stack in linear memory: every value stays in
+/// wasm locals, and the call goes through a function pointer the optimizer
+/// cannot see through, so it is neither inlined nor turned into a loop.
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    let next: fn(u64) -> u64 = black_box(recurse);
+    next(depth.wrapping_add(1))
+        .wrapping_mul(31)
+        .wrapping_add(depth)
+}
+
+/// Loop on a cheap host import and ignore what it says: the host's backstop,
+/// not cooperation, must end it.
+fn ignore_cancel() -> ! {
+    loop {
+        black_box(time::is_cancelled());
+    }
+}

@@ -1,0 +1,42 @@
+//! The wasm components the tests load, built by `scripts/build-components`.
+
+use std::path::PathBuf;
+
+/// The repository's root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The path of a built component, by crate name with underscores
+/// (`pando_test_adapter`). Panics with the command to run when it is missing:
+/// a test that needs a component must not pass without it.
+pub fn component(name: &str) -> PathBuf {
+    let path = repo_root()
+        .join("target/wasm32-wasip2/release")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.is_file(),
+        "{} is missing: build the test components with `scripts/build-components`",
+        path.display()
+    );
+    path
+}
+
+/// The test adapter: every export shape, misbehaving on request (see its
+/// crate docs).
+pub fn test_adapter() -> PathBuf {
+    component("pando_test_adapter")
+}
+
+/// A minimal adapter that imports the Kubernetes API.
+pub fn kube_probe() -> PathBuf {
+    component("pando_kube_probe")
+}
+
+/// An adapter built against `pando:runtime@0.9.0`, which no host serves.
+pub fn wrong_version() -> PathBuf {
+    component("pando_wrong_version")
+}

@@ -1,0 +1,204 @@
+//! A misbehaving adapter costs one call a typed error; the instance is
+//! replaced and the next call works. Instances are reused when healthy.
+
+use std::time::{Duration, Instant};
+
+use pando_host::types::{Error as AdapterError, ObservedBundle};
+use pando_host::{Adapter, CallContext, CallError, CancellationToken, Host, Limits, LoadOptions};
+use pando_tests::components;
+use pando_tests::plans::{bundle, plan};
+
+async fn adapter_with(limits: Limits) -> (Adapter, tempfile::TempDir) {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = Host::builder()
+        .cache_dir(cache.path())
+        .build()
+        .expect("host");
+    let adapter = host
+        .load_file(
+            &components::test_adapter(),
+            LoadOptions {
+                limits,
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("test adapter loads");
+    (adapter, cache)
+}
+
+async fn adapter() -> (Adapter, tempfile::TempDir) {
+    adapter_with(Limits::default()).await
+}
+
+fn ctx() -> CallContext {
+    CallContext::default().with_timeout(Duration::from_secs(20))
+}
+
+/// The instance's call count, as the test adapter reports it.
+fn calls(observed: &ObservedBundle) -> u64 {
+    let reason = &observed.workloads[0].reason;
+    reason
+        .strip_prefix("calls=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected reason {reason:?}"))
+}
+
+async fn count(a: &Adapter) -> u64 {
+    calls(&a.observe(&ctx(), &bundle("x")).await.expect("observe"))
+}
+
+#[tokio::test]
+async fn a_healthy_instance_is_reused() {
+    let (a, _c) = adapter().await;
+    assert_eq!(count(&a).await, 1);
+    assert_eq!(count(&a).await, 2);
+    assert_eq!(count(&a).await, 3);
+    assert_eq!(a.idle_instances(), 1);
+}
+
+#[tokio::test]
+async fn an_adapter_error_keeps_the_instance() {
+    let (a, _c) = adapter().await;
+    assert_eq!(count(&a).await, 1);
+    a.apply(&ctx(), &plan("x", &["BAD"]))
+        .await
+        .expect_err("invalid");
+    assert_eq!(
+        count(&a).await,
+        3,
+        "the same instance served all three calls"
+    );
+}
+
+#[tokio::test]
+async fn a_loop_hits_the_deadline_and_the_next_call_works() {
+    let (a, _c) = adapter().await;
+    assert_eq!(count(&a).await, 1);
+    let started = Instant::now();
+    let err = a
+        .apply(
+            &CallContext::default().with_timeout(Duration::from_millis(300)),
+            &plan("loop", &[]),
+        )
+        .await
+        .expect_err("an endless loop cannot finish");
+    assert!(matches!(err, CallError::DeadlineExceeded { .. }), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stopped near its deadline"
+    );
+    assert_eq!(count(&a).await, 1, "a fresh instance serves the next call");
+}
+
+#[tokio::test]
+async fn a_memory_bomb_is_stopped_at_the_limit() {
+    let (a, _c) = adapter_with(Limits {
+        memory_bytes: 64 << 20,
+        ..Limits::default()
+    })
+    .await;
+    let err = a
+        .apply(&ctx(), &plan("bomb", &[]))
+        .await
+        .expect_err("unbounded allocation cannot succeed");
+    match &err {
+        CallError::MemoryExhausted { limit, .. } => assert_eq!(*limit, 64 << 20),
+        other => panic!("expected MemoryExhausted, got {other:?}"),
+    }
+    assert_eq!(count(&a).await, 1);
+}
+
+#[tokio::test]
+async fn a_panic_is_a_trap_with_its_message() {
+    let (a, _c) = adapter().await;
+    let err = a
+        .apply(&ctx(), &plan("panic", &[]))
+        .await
+        .expect_err("a panic fails the call");
+    match &err {
+        CallError::Trap {
+            message, method, ..
+        } => {
+            assert_eq!(*method, "apply");
+            assert!(message.contains("asked to panic"), "{message}");
+        }
+        other => panic!("expected a trap, got {other:?}"),
+    }
+    assert_eq!(count(&a).await, 1);
+}
+
+#[tokio::test]
+async fn a_stack_overflow_is_reported_as_such() {
+    let (a, _c) = adapter().await;
+    let err = a
+        .apply(&ctx(), &plan("stack", &[]))
+        .await
+        .expect_err("unbounded recursion fails");
+    assert!(matches!(err, CallError::StackOverflow { .. }), "{err:?}");
+    assert_eq!(count(&a).await, 1);
+}
+
+#[tokio::test]
+async fn cancellation_reaches_a_sleeping_guest() {
+    let (a, _c) = adapter().await;
+    let cancel = CancellationToken::new();
+    let call_ctx = CallContext::new(cancel.clone()).with_timeout(Duration::from_secs(30));
+    let canceller = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            cancel.cancel();
+        })
+    };
+    let started = Instant::now();
+    let err = a
+        .apply(&call_ctx, &plan("sleep-20000", &[]))
+        .await
+        .expect_err("cancelled");
+    canceller.await.expect("join");
+    // The guest's own sleep saw the cancellation and returned its error.
+    assert!(
+        matches!(err, CallError::Adapter(AdapterError::Cancelled(_))),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // It returned on its own, so its instance is still good.
+    assert_eq!(count(&a).await, 2);
+}
+
+#[tokio::test]
+async fn a_guest_ignoring_cancellation_is_stopped_after_the_grace() {
+    let (a, _c) = adapter().await;
+    let cancel = CancellationToken::new();
+    let call_ctx = CallContext::new(cancel.clone()).with_timeout(Duration::from_secs(30));
+    let canceller = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            cancel.cancel();
+        })
+    };
+    let started = Instant::now();
+    let err = a
+        .apply(&call_ctx, &plan("ignore-cancel", &[]))
+        .await
+        .expect_err("stopped");
+    canceller.await.expect("join");
+    assert!(matches!(err, CallError::Cancelled { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(count(&a).await, 1);
+}
+
+#[tokio::test]
+async fn an_instance_is_replaced_after_its_call_quota() {
+    let (a, _c) = adapter_with(Limits {
+        max_calls_per_instance: 3,
+        ..Limits::default()
+    })
+    .await;
+    assert_eq!(count(&a).await, 1);
+    assert_eq!(count(&a).await, 2);
+    assert_eq!(count(&a).await, 3);
+    assert_eq!(count(&a).await, 1, "the fourth call gets a fresh instance");
+}
