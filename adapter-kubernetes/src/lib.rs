@@ -1,1 +1,289 @@
-//! placeholder
+//! `pando-adapter-kubernetes`: Pando's Kubernetes runtime adapter, as a
+//! WebAssembly component (`cargo build --release --target wasm32-wasip2
+//! -p pando-adapter-kubernetes`).
+//!
+//! It is the reference adapter (`package kubernetes`, issue #72, O-33)
+//! ported to the `pando:runtime` contract. It runs apps on a Kubernetes
+//! cluster: one namespace per app, `pando-<app id>`, with a default-deny
+//! NetworkPolicy (R-023, R-025); a headless Service per workload; bare pods
+//! with `restartPolicy: Never` (R-151); a PersistentVolumeClaim per volume,
+//! retained (R-204); and the edge in its own namespace (R-174). Core never
+//! learns any of this vocabulary (R-251): it sees the capabilities (R-254).
+//!
+//! The cluster's credentials are the host's: every request goes through the
+//! host's `pando:runtime/kubernetes` import, checked against the adapter's
+//! grants (deploy/grants/kubernetes.yaml). So the reference's `kubeconfig`
+//! and `context` settings are not this adapter's configuration.
+//!
+//! # Modules
+//!
+//! - [`config`]: the configuration, its defaults and its checks;
+//! - [`schema`]: its JSON Schema, reported by `info()`;
+//! - [`names`]: namespace, Service and upstream names (R-023);
+//! - [`isolation`]: the isolation class of a RuntimeClass handler (R-114, R-115).
+//!
+//! # Methods
+//!
+//! Implemented now:
+//!
+//! | Method | |
+//! |---|---|
+//! | `info` | kind `kubernetes`, category cluster, the schema |
+//! | `configure` | [`Config::parse`] |
+//! | `capabilities` | R-254; reads the configured RuntimeClass for the isolation class (R-114, R-115) |
+//! | `health-check` | O-43 in part: the API answers, the RuntimeClass exists. The NetworkPolicy canary comes with a later issue |
+//! | `upstream` | R-023, computed |
+//! | `has-image` | always true: images stay in their registry |
+//! | `import-image` | `unsupported`: every node pulls from a registry |
+//!
+//! Later issues implement, and until then the SDK's default answers
+//! `unsupported`: `capacity`, `largest-fit-for`, `in-use`, `apply`,
+//! `observe`, `stop`, `destroy`, `usage`, `create-volume`, `destroy-volume`,
+//! `snapshot-volume`, `restore-volume`, `logs`, `exec`, `run`, `trial`,
+//! `watch-bundles`, `apply-edge`, `observe-edge`, `remove-edge`, `edges`,
+//! `edge-volumes`. `capabilities` already reports what the finished adapter
+//! offers (the reference's), so core must not rely on those calls before
+//! they land.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod isolation;
+pub mod names;
+pub mod schema;
+
+use pando_adapter_sdk::Adapter;
+use pando_adapter_sdk::error::{self, ErrorExt};
+#[cfg(target_arch = "wasm32")]
+use pando_adapter_sdk::export_adapter;
+use pando_adapter_sdk::kube::k8s_openapi::api::node::v1::RuntimeClass;
+use pando_adapter_sdk::kube::{Api, KubeError};
+use pando_adapter_sdk::kubernetes::{self, Method, Request};
+use pando_adapter_sdk::types::{
+    Category, Error, InputStream, IsolationClass, KindInfo, RuntimeCapabilities, UpstreamAddress,
+    WorkloadRef,
+};
+
+pub use config::Config;
+
+/// The adapter's kind string (the reference's `const Kind`).
+pub const KIND: &str = "kubernetes";
+
+/// The one sentence `info()` gives an operator.
+pub const DESCRIPTION: &str = "Runs each app in its own namespace of a Kubernetes cluster, as \
+    bare pods behind headless Services, isolated by default-deny NetworkPolicies.";
+
+/// The Kubernetes adapter: its configuration, and nothing else (the host
+/// may drop an instance between calls; the cluster holds the state).
+pub struct KubernetesAdapter {
+    config: Config,
+}
+
+impl KubernetesAdapter {
+    /// The adapter for a configuration already parsed.
+    pub fn new(config: Config) -> Self {
+        KubernetesAdapter { config }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The configured RuntimeClass, read from the cluster; `None` when none
+    /// is configured. One that does not exist is `unavailable`, naming the
+    /// setting: pods asking for it would never start.
+    fn runtime_class(&self) -> Result<Option<RuntimeClass>, Error> {
+        let Some(name) = &self.config.runtime_class else {
+            return Ok(None);
+        };
+        match Api::<RuntimeClass>::all().get_opt(name) {
+            Ok(Some(class)) => Ok(Some(class)),
+            Ok(None) => Err(error::unavailable(format!(
+                "RuntimeClass `{name}` (configuration field `runtime_class`) does not exist in \
+                 the cluster: create it, or unset `runtime_class`"
+            ))),
+            Err(e) => Err(Error::from(e).context(&format!("reading RuntimeClass `{name}`"))),
+        }
+    }
+}
+
+impl Adapter for KubernetesAdapter {
+    fn info() -> KindInfo {
+        KindInfo {
+            kind: KIND.into(),
+            category: Category::Cluster,
+            description: DESCRIPTION.into(),
+            config_schema: schema::schema().to_string(),
+        }
+    }
+
+    fn configure(config: &str) -> Result<Self, Error> {
+        Ok(KubernetesAdapter::new(Config::parse(config)?))
+    }
+
+    /// What this adapter can do (R-254): true only for what this build
+    /// implements, so core never offers a call that answers `unsupported`.
+    /// The rest turn true as they land (the reference adapter supports
+    /// exec, run, logs, trial, volume snapshots and the edge).
+    ///
+    /// The isolation class is the configured RuntimeClass's (R-114,
+    /// R-115): `sandboxed` for a gVisor or Kata handler, read from the
+    /// cluster; `shared-kernel` without one.
+    fn capabilities(&self) -> Result<RuntimeCapabilities, Error> {
+        let isolation = match self.runtime_class()? {
+            Some(class) => isolation::for_handler(&class.handler),
+            None => IsolationClass::SharedKernel,
+        };
+        Ok(RuntimeCapabilities {
+            isolation,
+            exec: false,
+            run: false,
+            logs: false,
+            trial: false,
+            // Nothing like a container diff exists in the API.
+            write_observation: false,
+            // R-186: only with a gateway image to run (R-187), and only
+            // once apply enforces it.
+            egress_restriction: false,
+            // Every node pulls from a registry.
+            image_import: false,
+            volume_snapshot: false,
+            edge: false,
+        })
+    }
+
+    /// Whether the cluster can be used (O-43), in part: the API answers
+    /// (`GET /readyz`), and the configured RuntimeClass exists.
+    ///
+    /// Not yet: that the network plugin enforces NetworkPolicy, which every
+    /// isolation guarantee here rests on. The reference checks it with a
+    /// canary pod (`helper_image`); a later issue brings it.
+    fn health_check(&self) -> Result<(), Error> {
+        let response = kubernetes::send(&Request {
+            method: Method::Get,
+            path: "/readyz".into(),
+            query: Vec::new(),
+            body: None,
+            content_type: None,
+        })
+        .map_err(|e| Error::from(KubeError::from(e)))?;
+        if !(200..300).contains(&response.status) {
+            let why = KubeError::from_response(response.status, &response.headers, &response.body);
+            return Err(error::unavailable(format!(
+                "the Kubernetes API server is not ready (GET /readyz): {why}"
+            )));
+        }
+        self.runtime_class()?;
+        // TODO(O-43): the NetworkPolicy canary, with a later issue.
+        Ok(())
+    }
+
+    /// Where the proxy reaches a workload's port (R-023): its Service's
+    /// name, computed (see [`names::upstream`]).
+    fn upstream(&self, workload: WorkloadRef, port: u16) -> Result<UpstreamAddress, Error> {
+        names::upstream(&self.config.cluster_domain, &workload, port)
+    }
+
+    /// True: this runtime runs images from a registry, which is where they
+    /// stay, and imports none of its own.
+    fn has_image(&self, _image: String) -> Result<bool, Error> {
+        Ok(true)
+    }
+
+    /// Not offered: every node pulls from a registry.
+    fn import_image(&self, _from: InputStream) -> Result<String, Error> {
+        Err(Error::Unsupported(
+            "import_image is not supported by the Kubernetes adapter: every node pulls its \
+             images from a registry; push the image there instead"
+                .into(),
+        ))
+    }
+}
+
+// The component's exports. Only for wasm32: their names (`pando:runtime/…`)
+// are not symbols a native linker accepts, and the native build exists for
+// the unit tests.
+#[cfg(target_arch = "wasm32")]
+export_adapter!(KubernetesAdapter);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_names_the_kind_and_carries_the_schema() {
+        let info = KubernetesAdapter::info();
+        assert_eq!(info.kind, "kubernetes");
+        assert_eq!(info.category, Category::Cluster);
+        assert!(!info.description.is_empty());
+        let schema: serde_json::Value = serde_json::from_str(&info.config_schema).unwrap();
+        assert_eq!(schema, schema::schema());
+    }
+
+    #[test]
+    fn configure_parses_the_config() {
+        let adapter = KubernetesAdapter::configure(
+            r#"{"pod_cidr":"10.244.0.0/16","service_cidr":"10.96.0.0/12","cluster_domain":"k.example"}"#,
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(adapter.config().cluster_domain, "k.example");
+        assert!(matches!(
+            KubernetesAdapter::configure("{}"),
+            Err(Error::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn r023_upstream_uses_the_configured_cluster_domain() {
+        let adapter = KubernetesAdapter::configure(
+            r#"{"pod_cidr":"10.244.0.0/16","service_cidr":"10.96.0.0/12","cluster_domain":"k.example"}"#,
+        )
+        .ok()
+        .unwrap();
+        let up = adapter
+            .upstream(
+                WorkloadRef {
+                    bundle: "shop".into(),
+                    workload: "web".into(),
+                },
+                80,
+            )
+            .unwrap();
+        assert_eq!(up.host, "web.pando-shop.svc.k.example");
+        assert_eq!(up.port, 80);
+    }
+
+    #[test]
+    fn r186_capabilities_without_a_runtime_class_need_no_cluster() {
+        // Without `runtime_class` no request is made, so this runs natively.
+        let mut config =
+            Config::parse(r#"{"pod_cidr":"10.244.0.0/16","service_cidr":"10.96.0.0/12"}"#).unwrap();
+        let caps = KubernetesAdapter::new(config.clone())
+            .capabilities()
+            .unwrap();
+        assert_eq!(caps.isolation, IsolationClass::SharedKernel);
+        // Only what this build implements is declared (R-254).
+        assert!(!caps.exec && !caps.run && !caps.logs && !caps.trial);
+        assert!(!caps.volume_snapshot && !caps.edge);
+        assert!(!caps.write_observation && !caps.image_import);
+        assert!(
+            !caps.egress_restriction,
+            "R-186: no gateway image, no egress restriction"
+        );
+        config.egress_gateway_image = Some("registry.example.com/pando:1".into());
+        let caps = KubernetesAdapter::new(config).capabilities().unwrap();
+        assert!(
+            !caps.egress_restriction,
+            "R-186: not until apply runs the gateway"
+        );
+    }
+
+    #[test]
+    fn has_image_is_true() {
+        let adapter = KubernetesAdapter::new(
+            Config::parse(r#"{"pod_cidr":"10.244.0.0/16","service_cidr":"10.96.0.0/12"}"#).unwrap(),
+        );
+        assert!(adapter.has_image("busybox:1.36".into()).unwrap());
+    }
+}

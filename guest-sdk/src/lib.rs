@@ -17,7 +17,9 @@
 //!   `wait_any` for loops of one's own;
 //! - [`io`]: writing, reading and splicing `wasi:io` streams, and streams of
 //!   one's own ([`io::from_bytes`], [`io::pipe`]);
-//! - [`error`]: constructors for the contract's [`Error`](types::Error);
+//! - [`error`](mod@error): constructors for the contract's [`Error`](types::Error);
+//! - [`kube`]: a typed Kubernetes client (`Api::<Pod>::namespaced("x").get("web")`)
+//!   on `k8s-openapi` types;
 //! - [`types`]: the contract's types under short paths; [`bindings`]: the raw
 //!   generated bindings; [`kubernetes`]: the raw Kubernetes import.
 //!
@@ -81,7 +83,7 @@
 //! The bindings are generated for the widest world,
 //! `pando:runtime/kubernetes-adapter`, but the component linker keeps only the
 //! imports an adapter's code actually calls: an adapter that never touches
-//! [`kubernetes`] does not import `pando:runtime/kubernetes@0.1.0`, and the host
+//! [`kube`] or [`kubernetes`] does not import `pando:runtime/kubernetes@0.1.0`, and the host
 //! loads it as a plain `runtime-adapter`.
 #![warn(missing_docs)]
 
@@ -105,6 +107,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod export;
 pub mod io;
+pub mod kube;
 pub mod kubernetes;
 pub mod log;
 pub mod time;

@@ -49,6 +49,7 @@ pub(crate) struct AdapterInner {
     pub(crate) digest: String,
     pub(crate) cache: CacheOutcome,
     pub(crate) limits: Limits,
+    pub(crate) grants: crate::grants::Grants,
     pub(crate) pool: Arc<Pool>,
 }
 
@@ -112,6 +113,14 @@ impl Adapter {
     /// Its limits.
     pub fn limits(&self) -> &Limits {
         &self.inner.limits
+    }
+
+    /// Which Kubernetes grants this adapter used, and what was denied, since
+    /// it was loaded; none without a Kubernetes import.
+    pub fn grant_report(&self) -> Option<crate::grants::check::GrantReport> {
+        let kube = self.inner.pool.factory.kubernetes.as_ref()?;
+        let grants = self.inner.grants.kubernetes.as_ref()?;
+        Some(kube.usage().report(grants))
     }
 
     /// Configured instances idle in the pool now.
@@ -306,12 +315,18 @@ impl Adapter {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let (stream, writer) = channel_output(into);
-        self.call(ctx, "snapshot-volume", After::Discard, async |g, s| {
-            let out = s.data_mut().table().push(stream)?;
-            g.call_snapshot_volume(s, volume, out).await
-        })
-        .await?;
-        self.finish_writer("snapshot-volume", writer).await
+        let done = self
+            .call(ctx, "snapshot-volume", After::Discard, async |g, s| {
+                let out = s.data_mut().table().push(stream)?;
+                g.call_snapshot_volume(s, volume, out).await
+            })
+            .await;
+        // The writer ends once the instance, and with it the guest's end of
+        // the stream, is gone: wait for it either way, so nothing is still
+        // being written when the call's outcome is reported.
+        let written = self.finish_writer("snapshot-volume", writer).await;
+        done?;
+        written
     }
 
     /// Replaces a volume's contents with a tar stream from `from`.
@@ -360,7 +375,9 @@ impl Adapter {
         workload: &WorkloadRef,
         options: &LogOptions,
     ) -> Result<ByteStream, CallError> {
-        self.call(ctx, "logs", After::Reuse, async |g, s| {
+        // Discarded after: a guest could return a pipe's reading end and keep
+        // the writing end, writing into core's log from later calls.
+        self.call(ctx, "logs", After::Discard, async |g, s| {
             Ok(match g.call_logs(&mut *s, workload, *options).await? {
                 // The stream is a host object: out of the table, it no
                 // longer ties up the instance.
@@ -525,34 +542,37 @@ impl Adapter {
         let default = self.inner.limits.default_timeout;
         let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
         let cancel = ctx.cancel_token();
-        let started = Instant::now();
-        let result = async {
-            let mut lease = self
-                .inner
-                .pool
-                .lease_dedicated(method, deadline, timeout, cancel)
+        let span = tracing::info_span!("adapter_call", adapter = %self.inner.identity.name, method,
+            outcome = tracing::field::Empty, duration_us = tracing::field::Empty);
+        async move {
+            let started = Instant::now();
+            let result = async {
+                let mut lease = self
+                    .inner
+                    .pool
+                    .lease_dedicated(method, deadline, timeout, cancel)
+                    .await?;
+                let session = runner::run(
+                    lease.instance(),
+                    &self.inner.identity.name,
+                    method,
+                    deadline,
+                    cancel,
+                    async |g, s| g.call_exec(s, workload, request).await,
+                )
                 .await?;
-            let session = runner::run(
-                lease.instance(),
-                &self.inner.identity.name,
-                method,
-                deadline,
-                cancel,
-                async |g, s| g.call_exec(s, workload, request).await,
-            )
-            .await?;
-            Ok(ExecSession {
-                adapter: self.clone(),
-                lease,
-                session,
-            })
+                Ok(ExecSession {
+                    adapter: self.clone(),
+                    lease,
+                    session,
+                })
+            }
+            .await;
+            record(&result, started);
+            result
         }
-        .instrument(
-            tracing::info_span!("adapter_call", adapter = %self.inner.identity.name, method),
-        )
-        .await;
-        record(&result, started);
-        result
+        .instrument(span)
+        .await
     }
 
     async fn finish_writer(

@@ -37,16 +37,20 @@ impl CompileCache {
     /// A cache in `dir`, created (owner-only) if missing.
     pub fn new(dir: impl Into<PathBuf>) -> std::io::Result<Self> {
         let dir = dir.into();
-        fs::create_dir_all(&dir)?;
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder.create(&dir)?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::{MetadataExt, PermissionsExt};
             let meta = fs::metadata(&dir)?;
-            // SAFETY-relevant: we only ever load machine code from a directory
-            // nobody but us can write.
-            if meta.permissions().mode() & 0o022 != 0 {
-                fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
-            }
+            // We only ever load machine code from a directory that nobody
+            // but us can write: first ours, then closed to others.
             let uid = current_uid();
             if uid != u32::MAX && meta.uid() != uid {
                 return Err(std::io::Error::other(format!(
@@ -55,6 +59,9 @@ impl CompileCache {
                     dir.display(),
                     meta.uid()
                 )));
+            }
+            if meta.permissions().mode() & 0o022 != 0 {
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))?;
             }
         }
         Ok(CompileCache { dir })
@@ -78,10 +85,13 @@ impl CompileCache {
     }
 
     fn path_for(&self, engine: &Engine, digest: &str) -> PathBuf {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        // SHA-256 rather than DefaultHasher, whose output may change between
+        // Rust releases and would then miss every cached artifact.
+        let mut h = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut h);
-        // wasmtime's version is part of the compatibility hash; ours guards
-        // against our own engine settings changing between builds.
+        // wasmtime's version and the engine's settings are in the
+        // compatibility hash; the host's version keeps artifacts of
+        // different host releases apart for clean-up.
         env!("CARGO_PKG_VERSION").hash(&mut h);
         self.dir.join(format!("{digest}-{:016x}.cwasm", h.finish()))
     }
@@ -125,10 +135,31 @@ impl CompileCache {
     }
 
     fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
-        let mut tmp = tempfile_in(&self.dir)?;
-        tmp.1.write_all(compiled)?;
-        tmp.1.sync_all()?;
-        fs::rename(&tmp.0, path)
+        let (tmp, mut file) = tempfile_in(&self.dir)?;
+        let written = file
+            .write_all(compiled)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| fs::rename(&tmp, path));
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written
+    }
+}
+
+/// A `Hasher` over SHA-256, stable across toolchains.
+struct ShaHasher(Sha256);
+
+impl Hasher for ShaHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        let digest = self.0.clone().finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_be_bytes(first)
     }
 }
 

@@ -106,7 +106,7 @@ impl HostBuilder {
 }
 
 /// What to load an adapter with.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LoadOptions {
     /// What it may reach.
     pub grants: Grants,
@@ -116,8 +116,26 @@ pub struct LoadOptions {
     pub limits: Limits,
     /// The name it is known by in logs and audit (default: its kind).
     pub name: Option<String>,
-    /// How its Kubernetes import reaches the cluster.
-    pub kubernetes: Option<KubeContext>,
+    /// The client its Kubernetes import sends with (kubeconfig or in-cluster
+    /// configuration, built by the caller). Used only when the grants have a
+    /// `kubernetes` section; without a client, Kubernetes calls answer that
+    /// no cluster is configured.
+    pub kubernetes: Option<kube::Client>,
+}
+
+impl std::fmt::Debug for LoadOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadOptions")
+            .field("grants", &self.grants)
+            .field("config", &self.config)
+            .field("limits", &self.limits)
+            .field("name", &self.name)
+            .field(
+                "kubernetes",
+                &self.kubernetes.as_ref().map(|_| "kube::Client"),
+            )
+            .finish()
+    }
 }
 
 impl Default for LoadOptions {
@@ -179,7 +197,7 @@ impl Host {
                 ),
             });
         }
-        let prepared = self.prepare(what, bytes, &options.grants).await?;
+        let prepared = self.prepare(what, bytes, Some(&options.grants)).await?;
         let (mut first, info, identity, factory) = self.first_instance(&prepared, &options).await?;
 
         let cancel = CancellationToken::new();
@@ -217,20 +235,23 @@ impl Host {
             digest: prepared.digest,
             cache: prepared.cache,
             limits: options.limits,
+            grants: options.grants,
             pool,
         }))
     }
 
     /// Checks a component and reads who it is, without configuring it.
+    /// With `grants`, its imports are checked against them as a load would;
+    /// without, only against what this host lends.
     pub async fn inspect_bytes(
         &self,
         what: &str,
         bytes: &[u8],
-        grants: &Grants,
+        grants: Option<&Grants>,
     ) -> Result<Inspection, LoadError> {
         let prepared = self.prepare(what, bytes, grants).await?;
         let options = LoadOptions {
-            grants: grants.clone(),
+            grants: grants.cloned().unwrap_or_default(),
             ..LoadOptions::default()
         };
         let (_first, info, _identity, _factory) = self.first_instance(&prepared, &options).await?;
@@ -246,7 +267,7 @@ impl Host {
     pub async fn inspect_file(
         &self,
         path: &Path,
-        grants: &Grants,
+        grants: Option<&Grants>,
     ) -> Result<Inspection, LoadError> {
         let bytes = read(path).await?;
         self.inspect_bytes(&path.display().to_string(), &bytes, grants)
@@ -257,7 +278,7 @@ impl Host {
         &self,
         what: &str,
         bytes: &[u8],
-        grants: &Grants,
+        grants: Option<&Grants>,
     ) -> Result<Prepared, LoadError> {
         loader::check_header(what, bytes)?;
         let digest = cache::digest(bytes);
@@ -306,7 +327,7 @@ impl Host {
             options.config.clone(),
             options.limits.clone(),
             provisional.clone(),
-            options.kubernetes.clone(),
+            kube_context(options),
         )
         .map_err(|e| LoadError::Instantiate {
             what: what.into(),
@@ -350,6 +371,13 @@ impl Host {
         inst.store.data_mut().set_identity(identity.clone());
         Ok((inst, info, identity, factory))
     }
+}
+
+/// The Kubernetes import's context: the caller's client within the grants.
+fn kube_context(options: &LoadOptions) -> Option<KubeContext> {
+    let grants = options.grants.kubernetes.as_ref()?;
+    let client = options.kubernetes.clone()?;
+    Some(KubeContext::new(client, grants))
 }
 
 async fn read(path: &Path) -> Result<Vec<u8>, LoadError> {

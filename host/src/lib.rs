@@ -29,6 +29,7 @@ pub mod imports;
 pub mod limits;
 pub mod loader;
 mod pool;
+pub mod ratelimit;
 mod runner;
 mod state;
 mod stderr;

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
-    /// Linear memory one instance may grow to, in bytes.
+    /// The size any one linear memory of an instance may grow to, in bytes.
+    /// (A component built from one program, as Rust and Python adapters
+    /// are, has one memory that matters; the pool allows at most 8.)
     pub memory_bytes: u64,
     /// Table elements one instance may grow to.
     pub table_elements: u64,
@@ -84,6 +86,11 @@ impl Limiter {
     /// The memory limit, in bytes.
     pub(crate) fn memory_limit(&self) -> u64 {
         self.memory_bytes as u64
+    }
+
+    /// The table limit, in elements.
+    pub(crate) fn table_limit(&self) -> u64 {
+        self.table_elements as u64
     }
 }
 

@@ -89,12 +89,13 @@ fn parse_name(name: &str) -> Option<ItemName<'_>> {
 }
 
 /// Reads the component's type and checks it against what this host serves
-/// and what the grants allow.
+/// and, when given, what the grants allow (`inspect` describes a component
+/// without grants: it says what the component imports, it does not run it).
 pub(crate) fn check_shape(
     what: &str,
     engine: &Engine,
     component: &Component,
-    grants: &Grants,
+    grants: Option<&Grants>,
 ) -> Result<ComponentShape, LoadError> {
     let ty = component.component_type();
     let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
@@ -131,7 +132,7 @@ pub(crate) fn check_shape(
         let reason = match classify_import(import, &version) {
             Import::Lent => continue,
             Import::Kubernetes => {
-                if grants.kubernetes.is_none() {
+                if grants.is_some_and(|g| g.kubernetes.is_none()) {
                     Some(
                         "the Kubernetes API, but its grants have no `kubernetes` section; \
                          grant what it may reach (docs/grants.md), or load a component that \

@@ -96,6 +96,8 @@ async fn guarded<T>(
     let started = Instant::now();
     let timeout = deadline.map(|d| d.saturating_duration_since(started));
     store.data_mut().call = ActiveCall::new(deadline, cancel.clone());
+    // A crash is explained by what this call wrote, not an earlier one's.
+    store.data().stderr.take_tail();
     store.set_epoch_deadline(1);
 
     let outcome = {
@@ -159,13 +161,26 @@ fn classify(
         None => {}
     }
     let data = store.data_mut();
-    if data.limiter.hit == Some(LimitHit::Memory) {
-        data.limiter.hit = None;
-        return CallError::MemoryExhausted {
-            adapter: adapter.into(),
-            method,
-            limit: data.limiter.memory_limit(),
-        };
+    match data.limiter.hit.take() {
+        Some(LimitHit::Memory) => {
+            return CallError::MemoryExhausted {
+                adapter: adapter.into(),
+                method,
+                limit: data.limiter.memory_limit(),
+            };
+        }
+        Some(LimitHit::Table) => {
+            return CallError::Trap {
+                adapter: adapter.into(),
+                method,
+                message: format!(
+                    "it grew a table past its limit of {} elements (raise `limits.table_elements` \
+                     if the adapter really needs more)",
+                    data.limiter.table_limit()
+                ),
+            };
+        }
+        None => {}
     }
     if err.downcast_ref::<Trap>() == Some(&Trap::StackOverflow) {
         return CallError::StackOverflow {

@@ -390,16 +390,35 @@ fn a_rejected_configuration_names_the_field() {
 }
 
 #[test]
-fn kubernetes_flags_are_accepted_with_a_note() {
+fn kubernetes_flags_are_used_only_with_a_kubernetes_grant() {
     let cli = Cli::new();
-    let o = cli.run(&["--kubeconfig", "/nonexistent", "--context", "dev", "health"]);
+    // No Kubernetes grant: the kubeconfig is never read.
+    let o = cli.run(&["--kubeconfig", "/nonexistent/kubeconfig", "health"]);
     assert_exit(&o, 0);
-    let err = stderr(&o);
+    assert_eq!(stderr(&o), "");
+
+    // A Kubernetes grant: the kubeconfig is read, and a missing one is an
+    // input error naming it.
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let grants = dir.path().join("grants.yaml");
+    std::fs::write(
+        &grants,
+        "kubernetes:\n  rules:\n  - {verbs: [get], resources: [nodes], cluster: true}\n",
+    )
+    .expect("writing grants");
+    let o = cli.run(&[
+        "--grants",
+        grants.to_str().expect("a UTF-8 path"),
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "health",
+    ]);
+    assert_exit(&o, 2);
     assert!(
-        err.contains("Kubernetes import is not available in this build"),
-        "{err}"
+        stderr(&o).contains("/nonexistent/kubeconfig"),
+        "{}",
+        stderr(&o)
     );
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! placeholder
+//! Shared parts of the integration tests: the test cluster, the built
+//! components, plans, and the kube-probe adapter.
 
 /// The project's test Kubernetes control plane (`scripts/cluster`).
 pub mod cluster;
@@ -8,3 +9,6 @@ pub mod components;
 
 /// Plans and references the tests build.
 pub mod plans;
+
+/// The kube-probe adapter against the test cluster.
+pub mod probe;

@@ -48,6 +48,10 @@ pub struct Global {
     /// Compile the component afresh and keep nothing on disk.
     #[arg(long, global = true)]
     pub no_cache: bool,
+    /// After the verb, write which Kubernetes grants were used, which were
+    /// never needed, and what was denied (JSON) to FILE (`-`: stderr).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub grants_report: Option<PathBuf>,
     /// Format of the host's own log lines on stderr (filtered by `RUST_LOG`,
     /// default `warn`).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]

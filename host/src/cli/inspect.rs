@@ -32,8 +32,12 @@ struct Report<'a> {
 /// Loads, checks and describes `component` without configuring it.
 pub async fn inspect(global: &Global, component: &Path) -> Outcome {
     let host = session::host(global)?;
-    let grants = session::grants(global)?;
-    let inspection = host.inspect_file(component, &grants).await?;
+    // With --grants, check the imports as a load would; without, describe.
+    let grants = match &global.grants {
+        Some(_) => Some(session::grants(global)?),
+        None => None,
+    };
+    let inspection = host.inspect_file(component, grants.as_ref()).await?;
     let report = report(&inspection);
     output::print(global.output, &report, text)
 }

@@ -90,6 +90,9 @@ async fn dispatch(cli: Cli) -> Outcome {
         cancel,
     };
     let result = run_verb(&call, &verb).await;
+    if let Some(path) = &global.grants_report {
+        write_grants_report(&call.adapter, path)?;
+    }
     match result {
         Err(Failure::Call(e)) if call.cancel.is_cancelled() && e.kind() == "cancelled" => {
             eprintln!("cancelled");
@@ -97,6 +100,27 @@ async fn dispatch(cli: Cli) -> Outcome {
         }
         other => other,
     }
+}
+
+/// The grant usage report, after the verb ran (whatever its outcome).
+fn write_grants_report(adapter: &pando_host::Adapter, path: &std::path::Path) -> Outcome {
+    let Some(report) = adapter.grant_report() else {
+        eprintln!("note: no grants report: the adapter has no Kubernetes grants");
+        return Ok(());
+    };
+    let json = serde_json::to_string_pretty(&report)
+        .map_err(|e| Failure::input(format!("rendering the grants report: {e}")))?;
+    if path.as_os_str() == "-" {
+        eprintln!("{json}");
+    } else {
+        std::fs::write(path, json + "\n").map_err(|e| {
+            Failure::input(format!(
+                "writing the grants report to {}: {e}",
+                path.display()
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 async fn run_verb(call: &Call, verb: &Verb) -> Outcome {

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pando_host::imports::kubernetes::KubeContext;
 use pando_host::{Adapter, CallContext, Grants, Host, LoadOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -32,19 +31,43 @@ pub fn grants(global: &Global) -> Outcome<Grants> {
     }
 }
 
-/// The Kubernetes import's wiring for `--kubeconfig` and `--context`.
-///
-/// The host's Kubernetes import is not implemented yet ([`KubeContext`] is a
-/// placeholder), so this says so on stderr when either flag is given and
-/// wires nothing. Replace this function when the import lands.
-pub fn kubernetes(kubeconfig: Option<&Path>, context: Option<&str>) -> Option<KubeContext> {
-    if kubeconfig.is_some() || context.is_some() {
-        eprintln!(
-            "note: --kubeconfig/--context (or KUBECONFIG) given, but the Kubernetes import is not \
-             available in this build of pando-host yet; the adapter's Kubernetes calls will fail"
-        );
+/// The client the Kubernetes import sends with: `--kubeconfig` (and
+/// `--context`), else the usual inference (`KUBECONFIG`, `~/.kube/config`,
+/// the in-cluster service account). Only built when the grants allow the
+/// Kubernetes API at all.
+pub async fn kubernetes(
+    grants: &Grants,
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Outcome<Option<kube::Client>> {
+    if grants.kubernetes.is_none() {
+        return Ok(None);
     }
-    None
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| Failure::input(format!("kubeconfig {}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| Failure::input(format!("kubeconfig {}: {e}", path.display())))?
+        }
+        None if context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| Failure::input(format!("kubeconfig context: {e}")))?,
+        None => kube::Config::infer().await.map_err(|e| {
+            Failure::input(format!(
+                "the grants allow the Kubernetes API but no cluster was found ({e}); \
+                 pass --kubeconfig FILE"
+            ))
+        })?,
+    };
+    let client = kube::Client::try_from(config)
+        .map_err(|e| Failure::input(format!("building the Kubernetes client: {e}")))?;
+    Ok(Some(client))
 }
 
 /// Loads the adapter named by `--adapter` with the grants, configuration
@@ -57,10 +80,17 @@ pub async fn load(global: &Global) -> Outcome<Adapter> {
         Some(file) => input::read_config(file)?,
         None => "{}".to_string(),
     };
+    let grants = grants(global)?;
+    let client = kubernetes(
+        &grants,
+        global.kubeconfig.as_deref(),
+        global.context.as_deref(),
+    )
+    .await?;
     let options = LoadOptions {
-        grants: grants(global)?,
+        grants,
         config,
-        kubernetes: kubernetes(global.kubeconfig.as_deref(), global.context.as_deref()),
+        kubernetes: client,
         ..LoadOptions::default()
     };
     let host = host(global)?;

@@ -1,12 +1,51 @@
 //! `pando-kube-probe`: the smallest adapter that imports
-//! `pando:runtime/kubernetes@0.1.0`. Its `health-check` sends `GET /readyz`
-//! through the Kubernetes import (a non-2xx answer is `unavailable`);
-//! everything else is the SDK's default. The host's tests load it without a
-//! Kubernetes grant and expect a load error that says so.
+//! `pando:runtime/kubernetes@0.1.0`, and a driver of the SDK's typed
+//! Kubernetes client for the host's tests against a real cluster. The
+//! host's load tests load it without a Kubernetes grant and expect a load
+//! error that says so.
+//!
+//! | Export | Behaviour |
+//! |---|---|
+//! | `health-check` | raw `GET /readyz`; a non-2xx answer is `unavailable` |
+//! | `capabilities` | `logs` and `exec`; everything else false, shared-kernel |
+//! | `observe(ref)` | `Api::<Namespace>::all().get_opt(ref.id)`: `exists` is whether namespace `ref.id` exists; no workloads, no volumes |
+//! | `apply(plan)` | the operation `plan.id` names (below); `location` its result |
+//! | `logs(ref, opts)` | `Api::<Pod>::namespaced(ref.bundle).logs(ref.workload)` with `opts`; the host's stream returned unchanged |
+//! | `exec(ref, req)` | `Api::<Pod>::namespaced(ref.bundle).exec(ref.workload)`; the raw session returned as the SDK's `ExecSession` (resized first when `req` has a size) |
+//! | everything else | the SDK's default, `unsupported` |
+//!
+//! `apply`'s operations, by `plan.id`:
+//!
+//! | `plan.id` | Operation | `location` on success |
+//! |---|---|---|
+//! | `read-ns:<ns>` | list pods in `<ns>` | the number of pods |
+//! | `secrets:<ns>` | list secrets in `<ns>` | the number of secrets |
+//! | `pv:<name>` | get PersistentVolume `<name>` | its name |
+//! | `raw:<method>:<path>` | raw `send` of `<method>` (`get`, `post`, `put`, `patch`, `delete`) to `<path>` as given, no body; a non-2xx answer is an error | the status |
+//! | `create-ns:<name>` | create namespace `<name>` | its name |
+//! | `flood:<n>` | `n` GETs of `/api/v1/namespaces/default` (stopping early on timeout or cancellation) | how many succeeded |
+//! | `big-body:<bytes>` | create a ConfigMap (`generateName: big-body-`) in `pando-probe` with one data value of `<bytes>` bytes | its name |
+//! | anything else | `invalid` | |
+//!
+//! Failures are the SDK's mapping of the `KubeError` onto the contract's
+//! error, its message the `KubeError`'s: a grant refusal is
+//! `denied("<message> (missing grant: <rule>)")`.
 
-use pando_adapter_sdk::kubernetes::{self, ApiError, Method, Request};
-use pando_adapter_sdk::types::{Category, Error, KindInfo};
-use pando_adapter_sdk::{Adapter, error, export_adapter};
+use std::collections::BTreeMap;
+
+use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, PersistentVolume, Pod, Secret,
+};
+use pando_adapter_sdk::kube::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use pando_adapter_sdk::kube::{
+    Api, ExecParams, KubeError, ListParams, LogParams, PostParams, WatchEnd, WatchParams,
+};
+use pando_adapter_sdk::kubernetes::{self, Method, Request};
+use pando_adapter_sdk::types::{
+    BundleHandle, BundlePlan, BundleRef, Category, Error, ExecRequest, InputStream, IsolationClass,
+    KindInfo, LogOptions, ObservedBundle, RuntimeCapabilities, WorkloadRef,
+};
+use pando_adapter_sdk::{Adapter, ExecSession, error, export_adapter};
 
 struct KubeProbe;
 
@@ -15,7 +54,8 @@ impl Adapter for KubeProbe {
         KindInfo {
             kind: "kube-probe".into(),
             category: Category::Cluster,
-            description: "Probes the Kubernetes API server's /readyz; a test component.".into(),
+            description:
+                "Probes the Kubernetes API through the SDK's typed client; a test component.".into(),
             config_schema: r#"{"type":"object","additionalProperties":false}"#.into(),
         }
     }
@@ -24,15 +64,24 @@ impl Adapter for KubeProbe {
         Ok(KubeProbe)
     }
 
+    fn capabilities(&self) -> Result<RuntimeCapabilities, Error> {
+        Ok(RuntimeCapabilities {
+            isolation: IsolationClass::SharedKernel,
+            exec: true,
+            run: false,
+            logs: true,
+            trial: false,
+            write_observation: false,
+            egress_restriction: false,
+            image_import: false,
+            volume_snapshot: false,
+            edge: false,
+        })
+    }
+
     fn health_check(&self) -> Result<(), Error> {
-        let request = Request {
-            method: Method::Get,
-            path: "/readyz".into(),
-            query: Vec::new(),
-            body: None,
-            content_type: None,
-        };
-        let response = kubernetes::send(&request).map_err(api_error)?;
+        let response = kubernetes::send(&raw_request(Method::Get, "/readyz"))
+            .map_err(|e| Error::from(KubeError::from(e)))?;
         if (200..300).contains(&response.status) {
             Ok(())
         } else {
@@ -42,15 +91,179 @@ impl Adapter for KubeProbe {
             )))
         }
     }
+
+    fn observe(&self, bundle: BundleRef) -> Result<ObservedBundle, Error> {
+        let exists = Api::<Namespace>::all().get_opt(&bundle.id)?.is_some();
+        Ok(ObservedBundle {
+            id: bundle.id,
+            exists,
+            workloads: Vec::new(),
+            volumes: Vec::new(),
+        })
+    }
+
+    fn apply(&self, plan: BundlePlan) -> Result<BundleHandle, Error> {
+        let location = operation(&plan.id)?;
+        Ok(BundleHandle {
+            id: plan.id,
+            location,
+        })
+    }
+
+    fn logs(&self, workload: WorkloadRef, options: LogOptions) -> Result<InputStream, Error> {
+        let pods = Api::<Pod>::namespaced(&workload.bundle);
+        Ok(pods.logs(&workload.workload, &LogParams::from(&options))?)
+    }
+
+    fn exec(
+        &self,
+        workload: WorkloadRef,
+        request: ExecRequest,
+    ) -> Result<Box<dyn ExecSession>, Error> {
+        let pods = Api::<Pod>::namespaced(&workload.bundle);
+        let params = ExecParams {
+            container: None,
+            command: request.command,
+            stdin: request.stdin,
+            tty: request.tty,
+        };
+        let mut session = pods.exec(&workload.workload, &params)?;
+        if let (true, Some(size)) = (request.tty, request.size) {
+            ExecSession::resize(&mut session, size)?;
+        }
+        Ok(Box::new(session))
+    }
 }
 
-fn api_error(e: ApiError) -> Error {
-    match e {
-        ApiError::Denied(d) => error::denied(format!("{} (grant: {})", d.message, d.missing_grant)),
-        ApiError::InvalidRequest(m) | ApiError::TooLarge(m) => error::internal(m),
-        ApiError::Transport(m) => error::unavailable(m),
-        ApiError::Timeout => error::timeout("the API server did not answer in time"),
-        ApiError::Cancelled => error::cancelled("the call was cancelled"),
+/// The operation `id` names; its result for `location`.
+fn operation(id: &str) -> Result<String, Error> {
+    let (op, arg) = id
+        .split_once(':')
+        .ok_or_else(|| error::invalid(format!("plan.id: {id:?} names no operation")))?;
+    match op {
+        "read-ns" => {
+            let pods = Api::<Pod>::namespaced(arg).list(&ListParams::default())?;
+            Ok(pods.items.len().to_string())
+        }
+        "secrets" => {
+            let secrets = Api::<Secret>::namespaced(arg).list(&ListParams::default())?;
+            Ok(secrets.items.len().to_string())
+        }
+        "pv" => {
+            let pv = Api::<PersistentVolume>::all().get(arg)?;
+            Ok(pv.metadata.name.unwrap_or_default())
+        }
+        "raw" => {
+            let (method, path) = arg
+                .split_once(':')
+                .ok_or_else(|| error::invalid("plan.id: raw:<method>:<path>"))?;
+            let method = match method {
+                "get" => Method::Get,
+                "post" => Method::Post,
+                "put" => Method::Put,
+                "patch" => Method::Patch,
+                "delete" => Method::Delete,
+                other => return Err(error::invalid(format!("plan.id: no method {other:?}"))),
+            };
+            let response = kubernetes::send(&raw_request(method, path)).map_err(KubeError::from)?;
+            if (200..300).contains(&response.status) {
+                Ok(response.status.to_string())
+            } else {
+                Err(
+                    KubeError::from_response(response.status, &response.headers, &response.body)
+                        .into(),
+                )
+            }
+        }
+        "create-ns" => {
+            let namespace = Namespace {
+                metadata: ObjectMeta {
+                    name: Some(arg.into()),
+                    ..ObjectMeta::default()
+                },
+                ..Namespace::default()
+            };
+            let created = Api::<Namespace>::all().create(&PostParams::default(), &namespace)?;
+            Ok(created.metadata.name.unwrap_or_default())
+        }
+        "flood" => {
+            let n: u32 = arg
+                .parse()
+                .map_err(|_| error::invalid(format!("plan.id: {arg:?} is not a count")))?;
+            let namespaces = Api::<Namespace>::all();
+            let mut succeeded = 0u32;
+            for _ in 0..n {
+                match namespaces.get("default") {
+                    Ok(_) => succeeded += 1,
+                    Err(e @ (KubeError::Timeout | KubeError::Cancelled)) => return Err(e.into()),
+                    Err(_) => {}
+                }
+            }
+            Ok(succeeded.to_string())
+        }
+        "big-body" => {
+            let bytes: usize = arg
+                .parse()
+                .map_err(|_| error::invalid(format!("plan.id: {arg:?} is not a size")))?;
+            let config_map = ConfigMap {
+                metadata: ObjectMeta {
+                    generate_name: Some("big-body-".into()),
+                    ..ObjectMeta::default()
+                },
+                data: Some(BTreeMap::from([("big".to_string(), "x".repeat(bytes))])),
+                ..ConfigMap::default()
+            };
+            let created = Api::<ConfigMap>::namespaced("pando-probe")
+                .create(&PostParams::default(), &config_map)?;
+            Ok(created.metadata.name.unwrap_or_default())
+        }
+        "watch" => watch(arg),
+        other => Err(error::invalid(format!("plan.id: no operation {other:?}"))),
+    }
+}
+
+/// `watch:<namespace>:<timeout seconds>:<resource version>`: watches pods in
+/// the namespace from that version (empty: from now) until the watch ends,
+/// and reports how: `closed:<events>:<last version>` when the server closed
+/// it, `expired:<message>` on 410 Gone; a failure is an error.
+fn watch(arg: &str) -> Result<String, Error> {
+    let mut parts = arg.splitn(3, ':');
+    let (Some(ns), Some(timeout), Some(rv)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(error::invalid(
+            "plan.id: watch:<namespace>:<timeout>:<version>",
+        ));
+    };
+    let timeout: u32 = timeout
+        .parse()
+        .map_err(|_| error::invalid(format!("plan.id: {timeout:?} is not a number of seconds")))?;
+    let params = WatchParams {
+        timeout_seconds: Some(timeout),
+        ..WatchParams::default()
+    };
+    let mut stream = Api::<Pod>::namespaced(ns).watch(&params, rv)?;
+    let mut events = 0u32;
+    loop {
+        match stream.next() {
+            Ok(_) => events += 1,
+            Err(WatchEnd::Closed) => {
+                return Ok(format!(
+                    "closed:{events}:{}",
+                    stream.resource_version().unwrap_or("")
+                ));
+            }
+            Err(WatchEnd::Expired(message)) => return Ok(format!("expired:{message}")),
+            Err(WatchEnd::Failed(e)) => return Err(e.into()),
+        }
+    }
+}
+
+fn raw_request(method: Method, path: &str) -> Request {
+    Request {
+        method,
+        path: path.into(),
+        query: Vec::new(),
+        body: None,
+        content_type: None,
     }
 }
 

@@ -1,0 +1,303 @@
+//! The JSON Schema (draft 2020-12) of the configuration [`Config::parse`]
+//! accepts, as `info()` reports it.
+//!
+//! It states what `Config::parse` checks where JSON Schema can say it
+//! (types, ranges, the edge's Service types, required fields, no others);
+//! the rest (CIDRs, names, the node selector's labels) is in the
+//! descriptions, and `configure` checks it. A test keeps the two in step.
+//!
+//! [`Config::parse`]: crate::config::Config::parse
+
+use serde_json::{Value, json};
+
+use crate::config::{
+    DEFAULT_API_BURST, DEFAULT_API_QPS, DEFAULT_APP_ROLE, DEFAULT_CLUSTER_DOMAIN,
+    DEFAULT_EDGE_NAMESPACE, DEFAULT_EDGE_REPLICAS, DEFAULT_HELPER_IMAGE, DEFAULT_PANDO_NAMESPACE,
+    DEFAULT_PANDO_SERVICE, DEFAULT_PROXY_PORT, DEFAULT_SERVICE_ACCOUNT, DEFAULT_VOLUME_SIZE_BYTES,
+    EdgeServiceType, NODE_PORT_RANGE,
+};
+
+/// A loose shape of a CIDR (`address/prefix`); `configure` checks the rest.
+const CIDR_PATTERN: &str = r"^[0-9A-Fa-f.:]+/[0-9]{1,3}$";
+
+/// The configuration's JSON Schema.
+pub fn schema() -> Value {
+    let (node_port_min, node_port_max) = (*NODE_PORT_RANGE.start(), *NODE_PORT_RANGE.end());
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://pando.invalid/schemas/adapter-kubernetes/config.json",
+        "title": "Pando's Kubernetes adapter configuration",
+        "description": "How Pando runs apps on a Kubernetes cluster. The cluster's credentials \
+            are the host's (its kubeconfig or in-cluster configuration), not the adapter's. A \
+            field that is absent, null, or an empty string takes its default.",
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["pod_cidr", "service_cidr"],
+        "properties": {
+            "pando_namespace": {
+                "type": ["string", "null"],
+                "description": "Where Pando's server pods run. An app's namespace admits \
+                    connections from pods in this namespace carrying Pando's server labels, \
+                    and nothing else from outside itself (R-023). A DNS label.",
+                "default": DEFAULT_PANDO_NAMESPACE,
+                "maxLength": 63,
+            },
+            "pando_service": {
+                "type": ["string", "null"],
+                "description": "The Service in front of Pando's server pods. A DNS-1035 label.",
+                "default": DEFAULT_PANDO_SERVICE,
+                "maxLength": 63,
+            },
+            "service_account": {
+                "type": ["string", "null"],
+                "description": "Pando's ServiceAccount, bound to `app_role` inside each app \
+                    namespace. A DNS subdomain.",
+                "default": DEFAULT_SERVICE_ACCOUNT,
+                "maxLength": 253,
+            },
+            "proxy_port": {
+                "type": ["integer", "null"],
+                "description": "The port Pando's proxy listens on in its pods, which the edge \
+                    is allowed to reach.",
+                "default": DEFAULT_PROXY_PORT,
+                "minimum": 1,
+                "maximum": 65535,
+            },
+            "app_role": {
+                "type": ["string", "null"],
+                "description": "The ClusterRole bound to Pando's ServiceAccount inside each \
+                    app namespace it creates (deploy/kubernetes/rbac.yaml).",
+                "default": DEFAULT_APP_ROLE,
+                "maxLength": 253,
+            },
+            "cluster_domain": {
+                "type": ["string", "null"],
+                "description": "The cluster's DNS domain: a workload is reached at \
+                    `<workload>.pando-<app>.svc.<cluster_domain>` (R-023). A DNS subdomain.",
+                "default": DEFAULT_CLUSTER_DOMAIN,
+                "maxLength": 253,
+            },
+            "pod_cidr": {
+                "type": "string",
+                "description": "The cluster's pod address range, as a CIDR (IPv4 or IPv6). An \
+                    app may open connections out of the cluster, never into this range: the \
+                    API does not report it reliably, so it is a setting.",
+                "pattern": CIDR_PATTERN,
+                "examples": ["10.244.0.0/16", "fd00:10:244::/56"],
+            },
+            "service_cidr": {
+                "type": "string",
+                "description": "The cluster's Service address range, as a CIDR (IPv4 or IPv6). \
+                    An app may open connections out of the cluster, never into this range.",
+                "pattern": CIDR_PATTERN,
+                "examples": ["10.96.0.0/12", "fd00:10:96::/112"],
+            },
+            "api_server_cidr": {
+                "type": ["string", "null"],
+                "description": "The API server's address, as a CIDR, which only the edge may \
+                    reach, when it falls inside an excluded range. Unset when it does not.",
+                "default": null,
+                "pattern": CIDR_PATTERN,
+                "examples": ["172.18.0.2/32"],
+            },
+            "storage_class": {
+                "type": ["string", "null"],
+                "description": "The StorageClass volumes are made with; unset is the \
+                    cluster's default class.",
+                "default": null,
+                "maxLength": 253,
+            },
+            "volume_size_bytes": {
+                "type": ["integer", "null"],
+                "description": "A volume's size in bytes when its request names none.",
+                "default": DEFAULT_VOLUME_SIZE_BYTES,
+                "minimum": 1,
+                "maximum": i64::MAX,
+            },
+            "runtime_class": {
+                "type": ["string", "null"],
+                "description": "The RuntimeClass app pods run under, which decides the \
+                    isolation class reported (R-114, R-115): a handler of gVisor (`runsc`) or \
+                    Kata (`kata`, `kata-*`) is `sandboxed`, anything else, or unset, \
+                    `shared-kernel`. It must exist in the cluster.",
+                "default": null,
+                "maxLength": 253,
+            },
+            "node_selector": {
+                "type": ["string", "null"],
+                "description": "Limits app pods, and the capacity reported, to nodes with \
+                    these labels, as `key=value,key=value`; keys and values as Kubernetes \
+                    labels allow. Empty is every node.",
+                "default": "",
+                "examples": ["pando.dev/apps=true,kubernetes.io/arch=amd64"],
+            },
+            "egress_gateway_image": {
+                "type": ["string", "null"],
+                "description": "An image with Pando's binary at /usr/local/bin/pando, run as \
+                    a restricted app's egress gateway (R-187). Unset means egress cannot be \
+                    restricted on this runtime (R-186).",
+                "default": null,
+            },
+            "helper_image": {
+                "type": ["string", "null"],
+                "description": "The image of the NetworkPolicy canary, the trial run's port \
+                    observer and volume backups: any image with a POSIX shell, tar, wget and \
+                    httpd, such as busybox.",
+                "default": DEFAULT_HELPER_IMAGE,
+            },
+            "edge_namespace": {
+                "type": ["string", "null"],
+                "description": "The namespace the edge, Pando's public entry point (R-174), \
+                    runs in. A DNS label.",
+                "default": DEFAULT_EDGE_NAMESPACE,
+                "maxLength": 63,
+            },
+            "edge_replicas": {
+                "type": ["integer", "null"],
+                "description": "The edge's replicas when its plan names none.",
+                "default": DEFAULT_EDGE_REPLICAS,
+                "minimum": 1,
+                "maximum": i32::MAX,
+            },
+            "edge_service_type": {
+                "type": ["string", "null"],
+                "description": "The type of the edge's Service, the only one Pando exposes \
+                    outside the cluster.",
+                "default": EdgeServiceType::default().as_str(),
+                "enum": [EdgeServiceType::ALL[0], EdgeServiceType::ALL[1], null],
+            },
+            "edge_http_node_port": {
+                "type": ["integer", "null"],
+                "description": "The node port of the edge's HTTP port; unset lets Kubernetes \
+                    choose.",
+                "default": null,
+                "minimum": node_port_min,
+                "maximum": node_port_max,
+            },
+            "edge_https_node_port": {
+                "type": ["integer", "null"],
+                "description": "The node port of the edge's HTTPS port; unset lets Kubernetes \
+                    choose. Not the same as `edge_http_node_port`.",
+                "default": null,
+                "minimum": node_port_min,
+                "maximum": node_port_max,
+            },
+            "api_qps": {
+                "type": ["integer", "null"],
+                "description": "Requests a second this adapter makes to the cluster's API.",
+                "default": DEFAULT_API_QPS,
+                "minimum": 1,
+                "maximum": u32::MAX,
+            },
+            "api_burst": {
+                "type": ["integer", "null"],
+                "description": "How many requests this adapter may make at once above \
+                    `api_qps`.",
+                "default": DEFAULT_API_BURST,
+                "minimum": 1,
+                "maximum": u32::MAX,
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::config::Config;
+
+    const MINIMAL: &str = r#"{"pod_cidr":"10.244.0.0/16","service_cidr":"10.96.0.0/12"}"#;
+
+    fn properties() -> serde_json::Map<String, Value> {
+        schema()["properties"].as_object().unwrap().clone()
+    }
+
+    /// The default-filled configuration, as JSON.
+    fn defaults() -> serde_json::Map<String, Value> {
+        let config = Config::parse(MINIMAL).unwrap();
+        match serde_json::to_value(&config).unwrap() {
+            Value::Object(map) => map,
+            other => panic!("a Config serializes to {other}"),
+        }
+    }
+
+    #[test]
+    fn every_config_field_is_in_the_schema_and_vice_versa() {
+        let in_schema: BTreeSet<_> = properties().keys().cloned().collect();
+        let in_config: BTreeSet<_> = defaults().keys().cloned().collect();
+        assert_eq!(in_schema, in_config);
+    }
+
+    #[test]
+    fn every_schema_field_is_accepted_by_parse() {
+        // deny_unknown_fields: a key of the schema that `parse` did not know
+        // would be refused.
+        for field in properties().keys() {
+            let mut doc: serde_json::Map<String, Value> = serde_json::from_str(MINIMAL).unwrap();
+            doc.entry(field.clone()).or_insert(Value::Null);
+            Config::parse(&Value::Object(doc).to_string())
+                .unwrap_or_else(|e| panic!("{field}: {e:?}"));
+        }
+    }
+
+    #[test]
+    fn schema_defaults_are_the_config_defaults() {
+        let defaults = defaults();
+        for (field, property) in properties() {
+            if matches!(field.as_str(), "pod_cidr" | "service_cidr") {
+                assert!(property.get("default").is_none(), "{field} has a default");
+                continue;
+            }
+            assert_eq!(
+                property.get("default"),
+                Some(&defaults[&field]),
+                "the schema's default of {field} is not the Config's"
+            );
+        }
+    }
+
+    #[test]
+    fn every_field_has_a_type_and_a_description() {
+        for (field, property) in properties() {
+            assert!(property.get("type").is_some(), "{field} has no type");
+            let description = property["description"].as_str().unwrap_or_default();
+            assert!(description.len() > 20, "{field} has no description");
+        }
+    }
+
+    #[test]
+    fn required_fields_and_no_others() {
+        let schema = schema();
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(schema["required"], json!(["pod_cidr", "service_cidr"]));
+    }
+
+    #[test]
+    fn the_cidr_pattern_admits_ipv4_and_ipv6() {
+        // A spot check of the loose pattern against what `parse` accepts,
+        // without a regex crate: every accepted CIDR is made of its
+        // characters.
+        for cidr in [
+            "10.244.0.0/16",
+            "fd00:10:244::/56",
+            "::/0",
+            "::ffff:10.0.0.0/104",
+        ] {
+            let (address, prefix) = cidr.split_once('/').unwrap();
+            assert!(
+                address
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit() || c == '.' || c == ':')
+            );
+            assert!(prefix.len() <= 3 && prefix.chars().all(|c| c.is_ascii_digit()));
+            assert!(cidr.parse::<crate::config::Cidr>().is_ok(), "{cidr}");
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! A typed Kubernetes client over the host's Kubernetes import.
+//!
+//! Objects are [`k8s_openapi`] types (re-exported here, Kubernetes 1.36:
+//! use this re-export rather than a dependency of your own, so the version
+//! features agree). [`Api<K>`] builds every path from the kind
+//! (`/api/v1/…` for the core group, `/apis/{group}/{version}/…` else),
+//! checks names before sending, and decodes answers; a failed call is a
+//! [`KubeError`], which `?` turns into the contract's
+//! [`Error`].
+//!
+//! ```no_run
+//! use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{ConfigMap, Pod};
+//! use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams, Patch, PatchParams};
+//! use pando_adapter_sdk::types::Error;
+//!
+//! fn example() -> Result<(), Error> {
+//!     let pods = Api::<Pod>::namespaced("pando-x");
+//!     let web = pods.get("web")?;
+//!     let running = pods.list(&ListParams::default().fields("status.phase=Running"))?;
+//!     println!("{:?}: {} running", web.metadata.name, running.items.len());
+//!
+//!     let configs = Api::<ConfigMap>::namespaced("pando-x");
+//!     let patch = serde_json::json!({
+//!         "apiVersion": "v1",
+//!         "kind": "ConfigMap",
+//!         "data": { "greeting": "hello" },
+//!     });
+//!     configs.patch("settings", &PatchParams::apply("pando").force(), &Patch::Apply(&patch))?;
+//!     configs.delete_opt("old-settings", &DeleteParams::background())?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Watching
+//!
+//! ```no_run
+//! use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::Pod;
+//! use pando_adapter_sdk::kube::{Api, ListParams, WatchEnd, WatchEvent, WatchParams};
+//! use pando_adapter_sdk::types::Error;
+//!
+//! fn follow(pods: &Api<Pod>) -> Result<(), Error> {
+//!     // List, then watch from the list's version; list again on `Expired`.
+//!     let list = pods.list(&ListParams::default())?;
+//!     let mut version = list.metadata.resource_version.unwrap_or_default();
+//!     loop {
+//!         let mut stream = pods.watch(&WatchParams::default(), &version)?;
+//!         let end = loop {
+//!             // Wake on the stream, or on the call's cancellation (an `Err`).
+//!             pando_adapter_sdk::time::wait_any(&[&stream.subscribe()])?;
+//!             match stream.try_next() {
+//!                 Ok(Some(WatchEvent::Added(pod) | WatchEvent::Modified(pod))) => {
+//!                     let _ = pod.status;
+//!                 }
+//!                 Ok(_) => {}
+//!                 Err(end) => break end,
+//!             }
+//!         };
+//!         match end {
+//!             WatchEnd::Closed => {
+//!                 version = stream.resource_version().unwrap_or(&version).to_owned();
+//!             }
+//!             WatchEnd::Expired(_) => {
+//!                 let list = pods.list(&ListParams::default())?;
+//!                 version = list.metadata.resource_version.unwrap_or_default();
+//!             }
+//!             WatchEnd::Failed(e) => return Err(e.into()),
+//!         }
+//!     }
+//! }
+//! ```
+//!
+//! # Deleting
+//!
+//! [`Api::delete`] answers `Ok(())` once the API server accepted the
+//! deletion, and a 404 as an error ([`KubeError::is_not_found`]);
+//! [`Api::delete_opt`] answers `Ok(false)` instead. Neither returns the
+//! object or the `Status` the server sent back.
+//!
+//! The raw import stays at [`crate::kubernetes`], for requests this client
+//! does not make.
+
+mod api;
+mod error;
+mod params;
+mod watch;
+
+pub use api::{Api, Scope};
+pub use error::KubeError;
+pub use k8s_openapi;
+pub use k8s_openapi::{ClusterResourceScope, List, NamespaceResourceScope, Resource};
+pub use params::{
+    DeleteParams, ExecParams, ListParams, LogParams, Patch, PatchParams, PostParams,
+    PropagationPolicy, WatchParams,
+};
+pub use watch::{WatchEnd, WatchEvent, WatchStream};
+
+use crate::kubernetes as raw;
+use crate::types::{Error, InputStream, OutputStream, TerminalSize};
+
+/// The raw session forwards to the host's resource, so
+/// [`Adapter::exec`](crate::Adapter::exec) can return what
+/// [`Api::exec`] opened as it is.
+impl crate::ExecSession for raw::ExecSession {
+    fn stdin(&mut self) -> Option<OutputStream> {
+        raw::ExecSession::stdin(self)
+    }
+
+    fn stdout(&mut self) -> Option<InputStream> {
+        raw::ExecSession::stdout(self)
+    }
+
+    fn stderr(&mut self) -> Option<InputStream> {
+        raw::ExecSession::stderr(self)
+    }
+
+    fn resize(&mut self, size: TerminalSize) -> Result<(), Error> {
+        raw::ExecSession::resize(self, size.cols, size.rows)
+            .map_err(|e| Error::from(KubeError::from(e)))
+    }
+
+    fn wait(&mut self) -> Result<i32, Error> {
+        raw::ExecSession::wait(self).map_err(|e| Error::from(KubeError::from(e)))
+    }
+}

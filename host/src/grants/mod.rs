@@ -1,0 +1,461 @@
+//! What an adapter may reach: the grants document.
+//!
+//! Deny by default: an adapter with no grants gets the generic imports
+//! (logging, clocks, streams) and nothing else. The Kubernetes section says
+//! which verbs on which resources in which namespaces. [`path`] parses and
+//! canonicalizes each request; [`check`] decides it against the rules. The
+//! schema is documented in `docs/grants.md`.
+
+pub mod check;
+pub mod path;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::LoadError;
+
+/// An adapter's grants.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Grants {
+    /// The Kubernetes API; none means the adapter may not import it.
+    #[serde(default)]
+    pub kubernetes: Option<KubernetesGrants>,
+}
+
+/// What an adapter may do through the Kubernetes import.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesGrants {
+    /// Rules, each allowing some verbs on some resources in some namespaces.
+    /// A request is allowed when any rule allows it.
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+    /// The request-rate budget. Requests over it wait; they do not fail.
+    #[serde(default)]
+    pub rate: Rate,
+    /// The largest request body the adapter may send, in bytes.
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: u64,
+}
+
+fn default_max_body() -> u64 {
+    // The API server's own limit for most objects is 3 MiB.
+    3 << 20
+}
+
+/// One grant rule.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// Verbs allowed: `get`, `list`, `watch`, `create`, `update`, `patch`,
+    /// `delete`, `deletecollection`.
+    pub verbs: Vec<String>,
+    /// Resources, as `resource`, `group/resource`, or either with
+    /// `/subresource` (`pods/log`, `apps/deployments/scale`).
+    pub resources: Vec<String>,
+    /// Namespace patterns (`pando-*`, `pando-edge`) for namespaced
+    /// resources. Empty together with `cluster: true` is a cluster-scoped
+    /// rule.
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    /// Patterns this rule does not reach, namespaces or names alike:
+    /// `namespaces: ["pando-*"]` with `except: ["pando-system"]` keeps an
+    /// app rule out of Pando's own namespace. A rule with exceptions never
+    /// grants an all-namespaces request.
+    #[serde(default)]
+    pub except: Vec<String>,
+    /// The rule is for cluster-scoped resources (nodes, RuntimeClasses,
+    /// namespaces, PersistentVolumes).
+    #[serde(default)]
+    pub cluster: bool,
+    /// For cluster-scoped resources, object-name patterns (`pando-*` for
+    /// namespaces). Empty is every name.
+    #[serde(default)]
+    pub names: Vec<String>,
+}
+
+/// A request-rate budget: a token bucket.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Rate {
+    /// Sustained requests per second.
+    pub qps: f64,
+    /// Requests allowed at once above that.
+    pub burst: u32,
+}
+
+impl Default for Rate {
+    /// client-go's defaults, which the reference adapter runs with.
+    fn default() -> Self {
+        Rate {
+            qps: 5.0,
+            burst: 10,
+        }
+    }
+}
+
+impl Grants {
+    /// No grants at all: generic imports only.
+    pub fn none() -> Self {
+        Grants::default()
+    }
+
+    /// Reads a grants document (YAML or JSON) from a file.
+    pub fn from_path(path: &Path) -> Result<Self, LoadError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError::Grants {
+            origin: origin.clone(),
+            reason: format!("cannot read: {e}"),
+        })?;
+        Self::from_text(&origin, &text)
+    }
+
+    /// Parses a grants document (YAML or JSON; JSON is YAML). `origin` names
+    /// it in errors.
+    pub fn from_text(origin: &str, text: &str) -> Result<Self, LoadError> {
+        let de = serde_yaml::Deserializer::from_str(text);
+        let grants: Grants =
+            serde_path_to_error::deserialize(de).map_err(|e| LoadError::Grants {
+                origin: origin.into(),
+                reason: format!("at `{}`: {}", e.path(), e.inner()),
+            })?;
+        grants.validate(origin)?;
+        Ok(grants)
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), LoadError> {
+        let Some(k) = &self.kubernetes else {
+            return Ok(());
+        };
+        let bad = |reason: String| LoadError::Grants {
+            origin: origin.into(),
+            reason,
+        };
+        if !(k.rate.qps > 0.0 && k.rate.qps.is_finite()) {
+            return Err(bad(format!(
+                "at `kubernetes.rate.qps`: must be a positive number, got {}",
+                k.rate.qps
+            )));
+        }
+        if k.rate.burst == 0 {
+            return Err(bad("at `kubernetes.rate.burst`: must be at least 1".into()));
+        }
+        for (i, rule) in k.rules.iter().enumerate() {
+            if rule.verbs.is_empty() || rule.resources.is_empty() {
+                return Err(bad(format!(
+                    "at `kubernetes.rules[{i}]`: a rule needs at least one verb and one resource"
+                )));
+            }
+            if rule.cluster != rule.namespaces.is_empty() {
+                return Err(bad(format!(
+                    "at `kubernetes.rules[{i}]`: give `namespaces` for namespaced resources, \
+                     or `cluster: true` (and no namespaces) for cluster-scoped ones"
+                )));
+            }
+            validate_rule(rule).map_err(|(field, why)| {
+                bad(format!("at `kubernetes.rules[{i}].{field}`: {why}"))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks one rule's verbs, resources and patterns; on error, the field
+/// (`verbs[0]`, `namespaces[2]`) and what is wrong.
+fn validate_rule(rule: &Rule) -> Result<(), (String, String)> {
+    for (j, verb) in rule.verbs.iter().enumerate() {
+        if verb == "*" {
+            return Err((
+                format!("verbs[{j}]"),
+                "wildcards are refused: list the verbs the adapter needs".into(),
+            ));
+        }
+        if path::Verb::from_rbac(verb).is_none() {
+            return Err((
+                format!("verbs[{j}]"),
+                format!(
+                    "unknown verb `{verb}`: use {}",
+                    path::Verb::ALL.map(path::Verb::as_str).join(", ")
+                ),
+            ));
+        }
+    }
+    for (j, resource) in rule.resources.iter().enumerate() {
+        validate_resource(resource).map_err(|why| (format!("resources[{j}]"), why))?;
+    }
+    for (j, pattern) in rule.namespaces.iter().enumerate() {
+        validate_pattern(pattern, 63, false).map_err(|why| (format!("namespaces[{j}]"), why))?;
+    }
+    if !rule.names.is_empty() && !rule.cluster {
+        return Err((
+            "names".into(),
+            "name patterns are for cluster-scoped rules (`cluster: true`) only".into(),
+        ));
+    }
+    for (j, pattern) in rule.names.iter().enumerate() {
+        validate_pattern(pattern, 253, true).map_err(|why| (format!("names[{j}]"), why))?;
+    }
+    for (j, pattern) in rule.except.iter().enumerate() {
+        validate_pattern(pattern, 253, true).map_err(|why| (format!("except[{j}]"), why))?;
+    }
+    Ok(())
+}
+
+/// A resource spelling: `resource`, `group/resource`, either with
+/// `/subresource`; lowercase, no wildcards, the core group unwritten.
+fn validate_resource(spelling: &str) -> Result<(), String> {
+    const FORM: &str = "write `resource`, `group/resource`, or either with `/subresource` \
+                        (`pods`, `pods/log`, `apps/deployments/scale`)";
+    if spelling.contains('*') {
+        return Err(format!(
+            "`{spelling}`: wildcards are refused: list the resources the adapter needs"
+        ));
+    }
+    if spelling.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Err(format!(
+            "`{spelling}`: resources are lowercase (`pods`, not `Pods`)"
+        ));
+    }
+    let parts: Vec<&str> = spelling.split('/').collect();
+    if parts.len() > 3 || parts.iter().any(|p| p.is_empty()) {
+        return Err(format!("`{spelling}` is malformed: {FORM}"));
+    }
+    if matches!(parts.first(), Some(&"core" | &"v1" | &"api")) && parts.len() > 1 {
+        return Err(format!(
+            "`{spelling}`: the core group is written without a group (`{}`)",
+            parts[1..].join("/")
+        ));
+    }
+    // With three parts the first is a group (a DNS subdomain); with two it
+    // may be a group or a resource, and a resource is also a valid
+    // subdomain, so the same check serves both.
+    let (first, rest) = match parts.as_slice() {
+        [only] => (None, vec![*only]),
+        [first, rest @ ..] => (Some(*first), rest.to_vec()),
+        [] => return Err(format!("`{spelling}` is malformed: {FORM}")),
+    };
+    if let Some(first) = first {
+        path::check_dns_subdomain(first)
+            .map_err(|why| format!("`{spelling}`: `{first}` is malformed ({why}); {FORM}"))?;
+    }
+    for part in rest {
+        path::check_dns_label(part)
+            .map_err(|why| format!("`{spelling}`: `{part}` is malformed ({why}); {FORM}"))?;
+    }
+    Ok(())
+}
+
+/// A namespace or name pattern: lowercase letters, digits, `-` (and `.`
+/// for names), with `*` as a glob; at most `max` characters.
+fn validate_pattern(pattern: &str, max: usize, dots: bool) -> Result<(), String> {
+    let allowed = if dots {
+        "lowercase letters, digits, `-`, `.` and `*`"
+    } else {
+        "lowercase letters, digits, `-` and `*`"
+    };
+    if pattern.is_empty() || pattern.len() > max {
+        return Err(format!(
+            "pattern `{pattern}` must have 1 to {max} characters"
+        ));
+    }
+    let ok = pattern.bytes().all(|b| {
+        b.is_ascii_lowercase()
+            || b.is_ascii_digit()
+            || b == b'-'
+            || b == b'*'
+            || (dots && b == b'.')
+    });
+    if !ok {
+        return Err(format!(
+            "pattern `{}` may contain only {allowed} (no regex; `*` matches any run of characters)",
+            pattern.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_document_grants_nothing() {
+        let g = Grants::from_text("t", "{}").expect("empty grants parse");
+        assert_eq!(g, Grants::none());
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let err = Grants::from_text("t", "kubernetes:\n  rulez: []\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("rulez"), "{msg}");
+        assert!(msg.contains("kubernetes"), "{msg}");
+    }
+
+    #[test]
+    fn rule_scope_must_be_explicit() {
+        let err = Grants::from_text(
+            "t",
+            "kubernetes:\n  rules:\n  - verbs: [get]\n    resources: [pods]\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("rules[0]"), "{err}");
+    }
+
+    fn rule_error(rule: &str) -> String {
+        let doc = format!("kubernetes:\n  rules:\n  - {rule}\n");
+        Grants::from_text("t", &doc).expect_err(rule).to_string()
+    }
+
+    #[test]
+    fn rule_fields_are_validated() {
+        let cases = [
+            (
+                "{verbs: ['*'], resources: [pods], namespaces: [x]}",
+                "rules[0].verbs[0]",
+                "wildcards",
+            ),
+            (
+                "{verbs: [get, read], resources: [pods], namespaces: [x]}",
+                "rules[0].verbs[1]",
+                "unknown verb `read`",
+            ),
+            (
+                "{verbs: [Get], resources: [pods], namespaces: [x]}",
+                "rules[0].verbs[0]",
+                "unknown verb",
+            ),
+            (
+                "{verbs: [get], resources: ['*'], namespaces: [x]}",
+                "rules[0].resources[0]",
+                "wildcards",
+            ),
+            (
+                "{verbs: [get], resources: ['apps/*'], namespaces: [x]}",
+                "rules[0].resources[0]",
+                "wildcards",
+            ),
+            (
+                "{verbs: [get], resources: [Pods], namespaces: [x]}",
+                "rules[0].resources[0]",
+                "lowercase",
+            ),
+            (
+                "{verbs: [get], resources: [pods//log], namespaces: [x]}",
+                "rules[0].resources[0]",
+                "malformed",
+            ),
+            (
+                "{verbs: [get], resources: [/pods], namespaces: [x]}",
+                "rules[0].resources[0]",
+                "malformed",
+            ),
+            (
+                "{verbs: [get], resources: [a/b/c/d], namespaces: [x]}",
+                "rules[0].resources[0]",
+                "malformed",
+            ),
+            (
+                "{verbs: [get], resources: [apps./deployments], namespaces: [x]}",
+                "rules[0].resources[0]",
+                "malformed",
+            ),
+            (
+                "{verbs: [get], resources: [core/pods], namespaces: [x]}",
+                "rules[0].resources[0]",
+                "without a group",
+            ),
+            (
+                "{verbs: [get], resources: [pods], namespaces: ['']}",
+                "rules[0].namespaces[0]",
+                "1 to 63",
+            ),
+            (
+                "{verbs: [get], resources: [pods], namespaces: ['pando-.*']}",
+                "rules[0].namespaces[0]",
+                "no regex",
+            ),
+            (
+                "{verbs: [get], resources: [pods], namespaces: [Pando]}",
+                "rules[0].namespaces[0]",
+                "only",
+            ),
+            (
+                "{verbs: [get], resources: [pods], namespaces: [x], names: [a]}",
+                "rules[0].names",
+                "cluster-scoped",
+            ),
+            (
+                "{verbs: [get], resources: [nodes], cluster: true, names: ['n[0-9]']}",
+                "rules[0].names[0]",
+                "only",
+            ),
+        ];
+        for (rule, field, why) in cases {
+            let msg = rule_error(rule);
+            assert!(msg.contains(field), "{rule}: {msg}");
+            assert!(msg.contains(why), "{rule}: {msg}");
+        }
+    }
+
+    #[test]
+    fn valid_rules_load() {
+        let doc = "kubernetes:\n  rules:\n  \
+                   - {verbs: [get, deletecollection], resources: [pods, pods/log, apps/deployments/scale, networking.k8s.io/networkpolicies], namespaces: ['pando-*', '*']}\n  \
+                   - {verbs: [get], resources: [nodes], cluster: true, names: ['node-*.example.com']}\n";
+        Grants::from_text("t", doc).expect("valid rules");
+    }
+
+    #[test]
+    fn example_grants_file_loads() {
+        let text = include_str!("../../../deploy/grants/kubernetes.yaml");
+        let grants =
+            Grants::from_text("deploy/grants/kubernetes.yaml", text).expect("example grants");
+        let k = grants.kubernetes.expect("kubernetes section");
+        assert!(!k.rules.is_empty());
+        let checker = check::Checker::new(&k);
+        let allowed = |method, path: &str| match path::parse(method, path, &[]) {
+            Ok(path::ApiRequest::Resource { verb, target }) => {
+                !matches!(checker.check(verb, &target, None), check::Decision::Deny(_))
+            }
+            other => panic!("{path}: {other:?}"),
+        };
+        use path::Method::*;
+        assert!(allowed(Get, "/api/v1/namespaces/pando-shop/pods/web/log"));
+        assert!(allowed(
+            Post,
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/pando-shop/rolebindings"
+        ));
+        assert!(allowed(Get, "/api/v1/pods"));
+        assert!(allowed(Get, "/api/v1/nodes/n1"));
+        assert!(!allowed(Patch, "/api/v1/nodes/n1"));
+        assert!(allowed(Delete, "/api/v1/namespaces/pando-shop"));
+        assert!(!allowed(Delete, "/api/v1/namespaces/default"));
+        assert!(allowed(
+            Patch,
+            "/apis/apps/v1/namespaces/pando-edge/deployments/gw"
+        ));
+        assert!(!allowed(
+            Patch,
+            "/apis/apps/v1/namespaces/pando-shop/deployments/gw"
+        ));
+        assert!(allowed(Get, "/api/v1/namespaces/pando-system/configmaps/c"));
+        assert!(allowed(
+            Get,
+            "/apis/apps/v1/namespaces/pando-system/deployments/core"
+        ));
+        assert!(!allowed(Get, "/api/v1/namespaces/kube-system/secrets/s"));
+        // Pando's own namespace is read-only: the app rules except it.
+        assert!(!allowed(
+            Patch,
+            "/api/v1/namespaces/pando-system/configmaps/c"
+        ));
+        assert!(!allowed(Get, "/api/v1/namespaces/pando-system/secrets/s"));
+        assert!(!allowed(Delete, "/api/v1/namespaces/pando-system"));
+        assert!(allowed(Get, "/api/v1/persistentvolumes/pv-1"));
+        assert!(checker.claim_namespace_granted("pando-shop"));
+        assert!(!checker.claim_namespace_granted("kube-system"));
+    }
+}

@@ -1,0 +1,64 @@
+//! The audit trail: one `tracing` event per Kubernetes call, with the
+//! adapter's identity, what was asked, the decision and how long it took.
+
+use std::time::Duration;
+
+use crate::grants::path::ApiRequest;
+
+/// What became of a call.
+pub(crate) enum Outcome<'a> {
+    /// Refused before anything was sent.
+    Denied(&'a str),
+    /// The API server answered with this status.
+    Status(u16),
+    /// A stream (watch, log, exec) was opened.
+    Opened,
+    /// Sending failed.
+    Failed(&'a str),
+}
+
+/// Writes the audit event for one call.
+pub(crate) fn record(
+    adapter: &str,
+    call: &str,
+    request: Option<&ApiRequest>,
+    path: &str,
+    outcome: Outcome<'_>,
+    throttled: Duration,
+    latency: Duration,
+) {
+    let (verb, resource, namespace, name) = match request {
+        Some(ApiRequest::Resource { verb, target }) => (
+            verb.to_string(),
+            target.grant_spelling(),
+            target.namespace.clone().unwrap_or_default(),
+            target.name.clone().unwrap_or_default(),
+        ),
+        Some(ApiRequest::NonResource { path }) => {
+            ("get".into(), path.clone(), String::new(), String::new())
+        }
+        None => (String::new(), String::new(), String::new(), String::new()),
+    };
+    let (decision, status, error) = match outcome {
+        Outcome::Denied(why) => ("denied", 0u16, why),
+        Outcome::Status(s) => ("allowed", s, ""),
+        Outcome::Opened => ("allowed", 0, ""),
+        Outcome::Failed(why) => ("allowed", 0, why),
+    };
+    tracing::info!(
+        target: "pando_host::audit",
+        adapter,
+        call,
+        verb = %verb,
+        resource = %resource,
+        namespace = %namespace,
+        name = %name,
+        path,
+        decision,
+        status,
+        error,
+        throttled_ms = throttled.as_secs_f64() * 1e3,
+        latency_ms = latency.as_secs_f64() * 1e3,
+        "kubernetes {call}"
+    );
+}

@@ -1,0 +1,299 @@
+//! `pando:runtime/kubernetes`: the Kubernetes API, as far as the grants
+//! reach.
+//!
+//! Every request, watch, log and exec goes the same way: parse and
+//! canonicalize the path (`grants::path`), check it against the adapter's
+//! grants (`grants::check`), wait for the rate budget, send it on the host's
+//! `kube::Client` (its credentials, TLS and protocols: no HTTP of our own),
+//! and audit the outcome. A denial never reaches the API server.
+
+mod audit;
+mod exec;
+mod send;
+mod watch;
+
+use std::sync::Arc;
+
+use crate::grants::KubernetesGrants;
+use crate::grants::check::{Checker, Decision, GrantUsage};
+use crate::grants::path::{ApiTarget, Verb};
+use crate::ratelimit::RateLimiter;
+
+pub use exec::ExecSession;
+pub use watch::WatchStream;
+
+use crate::bindings::v0_1::pando::runtime::kubernetes::{ApiError, Denial};
+
+/// The largest response body handed to an adapter: a list bigger than this
+/// must be paged (`limit`/`continue`).
+pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+/// What an adapter's instances share to reach the cluster.
+#[derive(Clone)]
+pub struct KubeContext {
+    pub(crate) client: kube::Client,
+    pub(crate) checker: Arc<Checker>,
+    pub(crate) usage: Arc<GrantUsage>,
+    pub(crate) limiter: Arc<RateLimiter>,
+    pub(crate) max_body: u64,
+}
+
+impl std::fmt::Debug for KubeContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeContext").finish_non_exhaustive()
+    }
+}
+
+impl KubeContext {
+    /// A context reaching the cluster with `client`, within `grants`.
+    pub fn new(client: kube::Client, grants: &KubernetesGrants) -> Self {
+        KubeContext {
+            client,
+            checker: Arc::new(Checker::new(grants)),
+            usage: Arc::new(GrantUsage::default()),
+            limiter: Arc::new(RateLimiter::new(grants.rate.qps, grants.rate.burst)),
+            max_body: grants.max_body_bytes,
+        }
+    }
+
+    /// Which grants were used, and which requests were denied, so far.
+    pub fn usage(&self) -> &Arc<GrantUsage> {
+        &self.usage
+    }
+
+    /// Checks a request against the grants, recording the outcome. PVs are
+    /// checked through their claim here too, with one read of the PV.
+    pub(crate) async fn authorize(
+        &self,
+        verb: Verb,
+        target: &ApiTarget,
+        body_name: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let decision = self.checker.check(verb, target, body_name);
+        let decision = match decision {
+            Decision::AllowIfClaimed { rule } => self.check_claim(verb, target, rule).await,
+            other => other,
+        };
+        self.usage.record(verb, target, &decision);
+        match decision {
+            Decision::Allow { .. } => Ok(()),
+            Decision::Deny(d) => Err(ApiError::Denied(Denial {
+                message: d.message,
+                missing_grant: d.missing_grant,
+            })),
+            Decision::AllowIfClaimed { .. } => Err(ApiError::Denied(Denial {
+                message: format!(
+                    "{verb} {target}: the PersistentVolume's claim could not be checked"
+                ),
+                missing_grant: String::new(),
+            })),
+        }
+    }
+
+    /// A PV is reachable only while bound to a claim in a granted namespace.
+    async fn check_claim(&self, verb: Verb, target: &ApiTarget, rule: usize) -> Decision {
+        let Some(name) = target.name.as_deref() else {
+            return self.checker.check(verb, target, None);
+        };
+        let api: kube::Api<k8s_openapi::api::core::v1::PersistentVolume> =
+            kube::Api::all(self.client.clone());
+        let claim_ns = match api.get_opt(name).await {
+            Ok(Some(pv)) => pv.spec.and_then(|s| s.claim_ref).and_then(|c| c.namespace),
+            Ok(None) => {
+                // Nothing to protect: let the API server answer 404.
+                return Decision::Allow { rule };
+            }
+            Err(e) => {
+                let why = match &e {
+                    kube::Error::Api(s) => s.message.clone(),
+                    other => other.to_string(),
+                };
+                return Decision::Deny(crate::grants::check::Denial {
+                    message: format!(
+                        "{verb} {target}: the PersistentVolume could not be read to check its claim: {why}"
+                    ),
+                    missing_grant: String::new(),
+                });
+            }
+        };
+        match claim_ns {
+            Some(ns) if self.checker.claim_namespace_granted(&ns) => Decision::Allow { rule },
+            other => Decision::Deny(crate::grants::check::Denial {
+                message: format!(
+                    "{verb} {target} denied: a PersistentVolume is reachable only while bound to a claim \
+                     in a granted namespace, and this one is {}",
+                    match other {
+                        Some(ns) => format!("bound to a claim in namespace `{ns}`"),
+                        None => "not bound to any claim".into(),
+                    }
+                ),
+                missing_grant: "(none: grant the claim's namespace for persistentvolumeclaims, \
+                                if the adapter should own it)"
+                    .into(),
+            }),
+        }
+    }
+}
+
+mod host_impl {
+    //! The generated traits, forwarding to [`KubeContext`].
+
+    use wasmtime::component::Resource;
+    use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, DynPollable, subscribe};
+
+    use super::{ExecSession, WatchStream};
+    use crate::bindings::v0_1::pando::runtime::kubernetes::{
+        ApiError, ExecRequest, Host, HostExecSession, HostWatchStream, LogRequest, Request,
+        Response, WatchEnd, WatchEvent, WatchRequest,
+    };
+    use crate::state::HostState;
+
+    fn no_cluster() -> ApiError {
+        ApiError::Transport(
+            "no cluster is configured for this adapter: the host was given no Kubernetes client \
+             (pando-host --kubeconfig, or LoadOptions::kubernetes)"
+                .into(),
+        )
+    }
+
+    impl Host for HostState {
+        async fn send(&mut self, request: Request) -> wasmtime::Result<Result<Response, ApiError>> {
+            let Some(kube) = self.kubernetes.clone() else {
+                return Ok(Err(no_cluster()));
+            };
+            Ok(kube.send(&self.identity.name, request).await)
+        }
+
+        async fn watch(
+            &mut self,
+            request: WatchRequest,
+        ) -> wasmtime::Result<Result<Resource<WatchStream>, ApiError>> {
+            let Some(kube) = self.kubernetes.clone() else {
+                return Ok(Err(no_cluster()));
+            };
+            match kube.watch(&self.identity.name, request).await {
+                Ok(w) => Ok(Ok(self.table().push(w)?)),
+                Err(e) => Ok(Err(e)),
+            }
+        }
+
+        async fn logs(
+            &mut self,
+            request: LogRequest,
+        ) -> wasmtime::Result<Result<Resource<DynInputStream>, ApiError>> {
+            let Some(kube) = self.kubernetes.clone() else {
+                return Ok(Err(no_cluster()));
+            };
+            match kube.logs(&self.identity.name, request).await {
+                Ok(s) => Ok(Ok(self.table().push(s)?)),
+                Err(e) => Ok(Err(e)),
+            }
+        }
+
+        async fn exec(
+            &mut self,
+            request: ExecRequest,
+        ) -> wasmtime::Result<Result<Resource<ExecSession>, ApiError>> {
+            let Some(kube) = self.kubernetes.clone() else {
+                return Ok(Err(no_cluster()));
+            };
+            match kube.exec(&self.identity.name, request).await {
+                Ok(s) => Ok(Ok(self.table().push(s)?)),
+                Err(e) => Ok(Err(e)),
+            }
+        }
+    }
+
+    impl HostWatchStream for HostState {
+        async fn subscribe(
+            &mut self,
+            w: Resource<WatchStream>,
+        ) -> wasmtime::Result<Resource<DynPollable>> {
+            subscribe(self.table(), w)
+        }
+
+        async fn next(
+            &mut self,
+            w: Resource<WatchStream>,
+        ) -> wasmtime::Result<Result<WatchEvent, WatchEnd>> {
+            let cancel = self.call.cancel.clone();
+            let w = self.table().get_mut(&w)?;
+            Ok(w.next(&cancel).await)
+        }
+
+        async fn try_next(
+            &mut self,
+            w: Resource<WatchStream>,
+        ) -> wasmtime::Result<Result<Option<WatchEvent>, WatchEnd>> {
+            Ok(self.table().get_mut(&w)?.try_next())
+        }
+
+        async fn drop(&mut self, w: Resource<WatchStream>) -> wasmtime::Result<()> {
+            self.table().delete(w)?;
+            Ok(())
+        }
+    }
+
+    impl HostExecSession for HostState {
+        async fn stdin(
+            &mut self,
+            s: Resource<ExecSession>,
+        ) -> wasmtime::Result<Option<Resource<DynOutputStream>>> {
+            let taken = self.table().get_mut(&s)?.stdin.take();
+            Ok(match taken {
+                Some(out) => Some(self.table().push(out)?),
+                None => None,
+            })
+        }
+
+        async fn stdout(
+            &mut self,
+            s: Resource<ExecSession>,
+        ) -> wasmtime::Result<Option<Resource<DynInputStream>>> {
+            let taken = self.table().get_mut(&s)?.stdout.take();
+            Ok(match taken {
+                Some(inp) => Some(self.table().push(inp)?),
+                None => None,
+            })
+        }
+
+        async fn stderr(
+            &mut self,
+            s: Resource<ExecSession>,
+        ) -> wasmtime::Result<Option<Resource<DynInputStream>>> {
+            let taken = self.table().get_mut(&s)?.stderr.take();
+            Ok(match taken {
+                Some(inp) => Some(self.table().push(inp)?),
+                None => None,
+            })
+        }
+
+        async fn resize(
+            &mut self,
+            s: Resource<ExecSession>,
+            cols: u16,
+            rows: u16,
+        ) -> wasmtime::Result<Result<(), ApiError>> {
+            Ok(self.table().get_mut(&s)?.resize(cols, rows).await)
+        }
+
+        async fn subscribe(
+            &mut self,
+            s: Resource<ExecSession>,
+        ) -> wasmtime::Result<Resource<DynPollable>> {
+            subscribe(self.table(), s)
+        }
+
+        async fn wait(
+            &mut self,
+            s: Resource<ExecSession>,
+        ) -> wasmtime::Result<Result<i32, ApiError>> {
+            Ok(self.table().get_mut(&s)?.wait().await)
+        }
+
+        async fn drop(&mut self, s: Resource<ExecSession>) -> wasmtime::Result<()> {
+            self.table().delete(s)?;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! `watch`: one watch, its events delivered one at a time.
+//!
+//! A task drives kube-rs's watch decoding into a small bounded channel, so a
+//! guest that reads slowly slows the stream instead of growing memory. The
+//! end is told apart: the server closing (resume from the last version),
+//! 410 Gone (list again), or a failure.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::core::WatchEvent as KubeEvent;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::KubeContext;
+use super::audit::{self, Outcome};
+use super::send::uri;
+use crate::bindings::v0_1::pando::runtime::kubernetes::{
+    ApiError, ApiStatus, EventType, WatchEnd, WatchEvent, WatchRequest,
+};
+use crate::grants::path::{self, ApiRequest};
+
+/// Events buffered between the API server and the guest.
+const DEPTH: usize = 64;
+
+/// One item of a watch: an event or its end.
+enum Item {
+    Event(WatchEvent),
+    End(WatchEnd),
+}
+
+/// An open watch, as lent to the guest.
+pub struct WatchStream {
+    rx: mpsc::Receiver<Item>,
+    peeked: Option<Item>,
+    ended: Option<WatchEnd>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for WatchStream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl WatchStream {
+    /// The next item, waiting for it; the end repeats once reached.
+    pub(crate) async fn next(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<WatchEvent, WatchEnd> {
+        if let Some(end) = &self.ended {
+            return Err(end.clone());
+        }
+        let item = match self.peeked.take() {
+            Some(i) => i,
+            None => tokio::select! {
+                i = self.rx.recv() => i.unwrap_or(Item::End(WatchEnd::Closed)),
+                () = cancel.cancelled() => return Err(WatchEnd::Failed(ApiError::Cancelled)),
+            },
+        };
+        self.settle(item)
+    }
+
+    /// The next item if one is ready.
+    pub(crate) fn try_next(&mut self) -> Result<Option<WatchEvent>, WatchEnd> {
+        if let Some(end) = &self.ended {
+            return Err(end.clone());
+        }
+        let item = match self.peeked.take() {
+            Some(i) => i,
+            None => match self.rx.try_recv() {
+                Ok(i) => i,
+                Err(mpsc::error::TryRecvError::Empty) => return Ok(None),
+                Err(mpsc::error::TryRecvError::Disconnected) => Item::End(WatchEnd::Closed),
+            },
+        };
+        self.settle(item).map(Some)
+    }
+
+    fn settle(&mut self, item: Item) -> Result<WatchEvent, WatchEnd> {
+        match item {
+            Item::Event(e) => Ok(e),
+            Item::End(end) => {
+                self.ended = Some(end.clone());
+                Err(end)
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl wasmtime_wasi::p2::Pollable for WatchStream {
+    async fn ready(&mut self) {
+        if self.peeked.is_some() || self.ended.is_some() {
+            return;
+        }
+        self.peeked = Some(self.rx.recv().await.unwrap_or(Item::End(WatchEnd::Closed)));
+    }
+}
+
+fn json(v: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+impl KubeContext {
+    /// Checks and opens a watch. The request is made by the stream's task,
+    /// so an answer that is not a stream arrives as the watch's end.
+    pub(crate) async fn watch(
+        &self,
+        adapter: &str,
+        req: WatchRequest,
+    ) -> Result<WatchStream, ApiError> {
+        let started = Instant::now();
+        let mut query: Vec<(String, String)> = vec![("watch".into(), "true".into())];
+        if let Some(s) = &req.label_selector {
+            query.push(("labelSelector".into(), s.clone()));
+        }
+        if let Some(s) = &req.field_selector {
+            query.push(("fieldSelector".into(), s.clone()));
+        }
+        if let Some(rv) = &req.resource_version {
+            query.push(("resourceVersion".into(), rv.clone()));
+        }
+        if req.allow_bookmarks {
+            query.push(("allowWatchBookmarks".into(), "true".into()));
+        }
+        if let Some(t) = req.timeout_seconds {
+            query.push(("timeoutSeconds".into(), t.to_string()));
+        }
+        let parsed = path::parse(path::Method::Get, &req.path, &query).map_err(|e| {
+            let msg = e.to_string();
+            audit::record(
+                adapter,
+                "watch",
+                None,
+                &req.path,
+                Outcome::Denied(&msg),
+                Duration::ZERO,
+                started.elapsed(),
+            );
+            ApiError::InvalidRequest(msg)
+        })?;
+        let ApiRequest::Resource { verb, target } = &parsed else {
+            return Err(ApiError::InvalidRequest(format!(
+                "`{}` is not a collection to watch",
+                req.path
+            )));
+        };
+        if let Err(e) = self.authorize(*verb, target, None).await {
+            let msg = match &e {
+                ApiError::Denied(d) => d.message.clone(),
+                other => format!("{other:?}"),
+            };
+            audit::record(
+                adapter,
+                "watch",
+                Some(&parsed),
+                &req.path,
+                Outcome::Denied(&msg),
+                Duration::ZERO,
+                started.elapsed(),
+            );
+            return Err(e);
+        }
+        let throttled = self.limiter.acquire().await;
+        let request = http::Request::get(uri(&req.path, &query))
+            .body(Vec::new())
+            .map_err(|e| ApiError::InvalidRequest(format!("building the watch: {e}")))?;
+        audit::record(
+            adapter,
+            "watch",
+            Some(&parsed),
+            &req.path,
+            Outcome::Opened,
+            throttled,
+            started.elapsed(),
+        );
+
+        let (tx, rx) = mpsc::channel(DEPTH);
+        let client = self.client.clone();
+        let task = tokio::spawn(async move {
+            let end = drive(client, request, &tx).await;
+            let _ = tx.send(Item::End(end)).await;
+        });
+        Ok(WatchStream {
+            rx,
+            peeked: None,
+            ended: None,
+            task,
+        })
+    }
+}
+
+/// Forwards events until the watch ends; how it ended.
+async fn drive(
+    client: kube::Client,
+    request: http::Request<Vec<u8>>,
+    tx: &mpsc::Sender<Item>,
+) -> WatchEnd {
+    let stream = match client.request_events::<serde_json::Value>(request).await {
+        Ok(s) => s,
+        Err(kube::Error::Api(s)) if s.code == 410 => return WatchEnd::Expired(s.message.clone()),
+        Err(kube::Error::Api(s)) => {
+            return WatchEnd::Failed(ApiError::Rejected(ApiStatus {
+                code: s.code,
+                reason: s.reason.clone(),
+                message: s.message.clone(),
+            }));
+        }
+        Err(e) => {
+            return WatchEnd::Failed(ApiError::Transport(format!(
+                "the watch could not be opened: {e}"
+            )));
+        }
+    };
+    let mut stream = std::pin::pin!(stream);
+    while let Some(item) = stream.next().await {
+        let event = match item {
+            Ok(KubeEvent::Added(o)) => (EventType::Added, json(&o)),
+            Ok(KubeEvent::Modified(o)) => (EventType::Modified, json(&o)),
+            Ok(KubeEvent::Deleted(o)) => (EventType::Deleted, json(&o)),
+            Ok(KubeEvent::Bookmark(b)) => (EventType::Bookmark, json(&b)),
+            Ok(KubeEvent::Error(e)) if e.code == 410 => {
+                return WatchEnd::Expired(e.message.clone());
+            }
+            Ok(KubeEvent::Error(e)) => {
+                return WatchEnd::Failed(ApiError::Transport(format!(
+                    "the watch ended with an error from the API server ({}): {}",
+                    e.code, e.message
+                )));
+            }
+            Err(kube::Error::Api(s)) if s.code == 410 => {
+                return WatchEnd::Expired(s.message.clone());
+            }
+            Err(e) => {
+                return WatchEnd::Failed(ApiError::Transport(format!("the watch broke: {e}")));
+            }
+        };
+        let (event_type, object) = event;
+        if tx
+            .send(Item::Event(WatchEvent { event_type, object }))
+            .await
+            .is_err()
+        {
+            return WatchEnd::Closed;
+        }
+    }
+    // The server closed it (its timeout, or a restart): resume from the last
+    // version seen.
+    WatchEnd::Closed
+}

@@ -1,0 +1,99 @@
+//! A request-rate budget: a token bucket that makes callers wait, never
+//! fail. An adapter over its budget is slowed to it, as client-go's limiter
+//! slows the reference adapter.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A token bucket refilled at `qps`, holding at most `burst`.
+#[derive(Debug)]
+pub struct RateLimiter {
+    qps: f64,
+    burst: f64,
+    state: Mutex<Bucket>,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+impl RateLimiter {
+    /// A full bucket.
+    pub fn new(qps: f64, burst: u32) -> Self {
+        let burst = f64::from(burst.max(1));
+        RateLimiter {
+            qps: if qps.is_finite() && qps > 0.0 {
+                qps
+            } else {
+                1.0
+            },
+            burst,
+            state: Mutex::new(Bucket {
+                tokens: burst,
+                last: Instant::now(),
+            }),
+        }
+    }
+
+    /// Takes one token now, or says how long until one is there.
+    fn try_take(&self, now: Instant) -> Result<(), Duration> {
+        let mut b = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let elapsed = now.saturating_duration_since(b.last).as_secs_f64();
+        b.tokens = (b.tokens + elapsed * self.qps).min(self.burst);
+        b.last = now;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - b.tokens) / self.qps))
+        }
+    }
+
+    /// Waits for a token; how long it waited.
+    pub async fn acquire(&self) -> Duration {
+        let started = Instant::now();
+        loop {
+            match self.try_take(Instant::now()) {
+                Ok(()) => return started.elapsed(),
+                Err(wait) => tokio::time::sleep(wait).await,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burst_then_rate() {
+        let rl = RateLimiter::new(5.0, 10);
+        let t0 = Instant::now();
+        for _ in 0..10 {
+            assert!(rl.try_take(t0).is_ok(), "the burst is available at once");
+        }
+        let wait = rl.try_take(t0).expect_err("the bucket is empty");
+        assert!(
+            wait > Duration::from_millis(150) && wait <= Duration::from_millis(200),
+            "{wait:?}"
+        );
+        assert!(
+            rl.try_take(t0 + Duration::from_millis(200)).is_ok(),
+            "one token after 1/qps"
+        );
+        assert!(rl.try_take(t0 + Duration::from_millis(200)).is_err());
+    }
+
+    #[test]
+    fn refill_is_capped_at_burst() {
+        let rl = RateLimiter::new(100.0, 3);
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_secs(60);
+        for _ in 0..3 {
+            assert!(rl.try_take(later).is_ok());
+        }
+        assert!(rl.try_take(later).is_err());
+    }
+}
