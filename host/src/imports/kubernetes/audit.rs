@@ -1,12 +1,65 @@
 //! The audit trail: one `tracing` event per Kubernetes call, with the
 //! adapter's identity, what was asked, the decision and how long it took.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::grants::path::ApiRequest;
 
+/// One Kubernetes call being audited: who, which call, which path, since
+/// when. Each way the call can end writes its one event.
+pub(crate) struct Audit<'a> {
+    adapter: &'a str,
+    call: &'static str,
+    path: &'a str,
+    started: Instant,
+}
+
+impl<'a> Audit<'a> {
+    /// Starts timing a call.
+    pub(crate) fn start(adapter: &'a str, call: &'static str, path: &'a str) -> Self {
+        Audit {
+            adapter,
+            call,
+            path,
+            started: Instant::now(),
+        }
+    }
+
+    /// Refused before anything was sent.
+    pub(crate) fn denied(&self, request: Option<&ApiRequest>, why: &str) {
+        self.write(request, Outcome::Denied(why), Duration::ZERO);
+    }
+
+    /// Sending failed, after `throttled` waiting for the rate budget.
+    pub(crate) fn failed(&self, request: &ApiRequest, why: &str, throttled: Duration) {
+        self.write(Some(request), Outcome::Failed(why), throttled);
+    }
+
+    /// The API server answered.
+    pub(crate) fn answered(&self, request: &ApiRequest, status: u16, throttled: Duration) {
+        self.write(Some(request), Outcome::Status(status), throttled);
+    }
+
+    /// A stream was opened.
+    pub(crate) fn opened(&self, request: &ApiRequest, throttled: Duration) {
+        self.write(Some(request), Outcome::Opened, throttled);
+    }
+
+    fn write(&self, request: Option<&ApiRequest>, outcome: Outcome<'_>, throttled: Duration) {
+        record(
+            self.adapter,
+            self.call,
+            request,
+            self.path,
+            outcome,
+            throttled,
+            self.started.elapsed(),
+        );
+    }
+}
+
 /// What became of a call.
-pub(crate) enum Outcome<'a> {
+enum Outcome<'a> {
     /// Refused before anything was sent.
     Denied(&'a str),
     /// The API server answered with this status.
@@ -18,7 +71,7 @@ pub(crate) enum Outcome<'a> {
 }
 
 /// Writes the audit event for one call.
-pub(crate) fn record(
+fn record(
     adapter: &str,
     call: &str,
     request: Option<&ApiRequest>,

@@ -1,8 +1,6 @@
 //! `logs` and `exec`: streams from the API server, as `wasi:io` streams the
 //! guest can hand on without the bytes entering its memory.
 
-use std::time::{Duration, Instant};
-
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{AttachParams, LogParams, TerminalSize};
 use tokio_util::compat::FuturesAsyncReadCompatExt;
@@ -10,7 +8,7 @@ use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use super::KubeContext;
-use super::audit::{self, Outcome};
+use super::audit::Audit;
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ApiStatus, ExecRequest, LogRequest,
 };
@@ -122,61 +120,32 @@ fn go_exit_status(message: &str) -> Option<i32> {
 }
 
 impl KubeContext {
-    async fn authorize_pod_sub(
+    /// Admits a pod's streaming subresource: `get` on it (the path's verb)
+    /// and, for exec, `create` too, as the API server checks both since
+    /// 1.35. Waits for the rate budget and audits the opening.
+    async fn admit_pod_stream(
         &self,
         adapter: &str,
-        call: &str,
-        verbs: &[Verb],
+        call: &'static str,
+        also: Option<Verb>,
         namespace: &str,
         pod: &str,
         sub: &str,
-    ) -> Result<(Duration, ApiRequest), ApiError> {
-        let started = Instant::now();
+    ) -> Result<(), ApiError> {
         let path = format!("/api/v1/namespaces/{namespace}/pods/{pod}/{sub}");
-        let parsed = path::parse(path::Method::Get, &path, &[]).map_err(|e| {
-            let msg = e.to_string();
-            audit::record(
-                adapter,
-                call,
-                None,
-                &path,
-                Outcome::Denied(&msg),
-                Duration::ZERO,
-                started.elapsed(),
-            );
-            ApiError::InvalidRequest(msg)
-        })?;
-        if let ApiRequest::Resource { target, .. } = &parsed {
-            for verb in verbs {
-                if let Err(e) = self.authorize(*verb, target, None).await {
-                    let msg = match &e {
-                        ApiError::Denied(d) => d.message.clone(),
-                        other => format!("{other:?}"),
-                    };
-                    audit::record(
-                        adapter,
-                        call,
-                        Some(&parsed),
-                        &path,
-                        Outcome::Denied(&msg),
-                        Duration::ZERO,
-                        started.elapsed(),
-                    );
-                    return Err(e);
-                }
-            }
+        let audit = Audit::start(adapter, call, &path);
+        let parsed = self
+            .admit(&audit, path::Method::Get, &path, &[], None)
+            .await?;
+        if let (Some(verb), ApiRequest::Resource { target, .. }) = (also, &parsed)
+            && let Err(e) = self.authorize(verb, target, None).await
+        {
+            audit.denied(Some(&parsed), &super::denial_message(&e));
+            return Err(e);
         }
         let throttled = self.limiter.acquire().await;
-        audit::record(
-            adapter,
-            call,
-            Some(&parsed),
-            &path,
-            Outcome::Opened,
-            throttled,
-            started.elapsed(),
-        );
-        Ok((throttled, parsed))
+        audit.opened(&parsed, throttled);
+        Ok(())
     }
 
     /// Opens a container's log as a stream.
@@ -185,15 +154,8 @@ impl KubeContext {
         adapter: &str,
         req: LogRequest,
     ) -> Result<DynInputStream, ApiError> {
-        self.authorize_pod_sub(
-            adapter,
-            "logs",
-            &[Verb::Get],
-            &req.namespace,
-            &req.pod,
-            "log",
-        )
-        .await?;
+        self.admit_pod_stream(adapter, "logs", None, &req.namespace, &req.pod, "log")
+            .await?;
         let api: kube::Api<Pod> = kube::Api::namespaced(self.client.clone(), &req.namespace);
         let params = LogParams {
             container: req.container,
@@ -219,10 +181,10 @@ impl KubeContext {
         req: ExecRequest,
     ) -> Result<ExecSession, ApiError> {
         // The API server checks both since 1.35; so do we.
-        self.authorize_pod_sub(
+        self.admit_pod_stream(
             adapter,
             "exec",
-            &[Verb::Create, Verb::Get],
+            Some(Verb::Create),
             &req.namespace,
             &req.pod,
             "exec",

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::grants::KubernetesGrants;
 use crate::grants::check::{Checker, Decision, GrantUsage};
-use crate::grants::path::{ApiTarget, Verb};
+use crate::grants::path::{self, ApiRequest, ApiTarget, Verb};
 use crate::ratelimit::RateLimiter;
 
 pub use exec::ExecSession;
@@ -27,6 +27,14 @@ use crate::bindings::v0_1::pando::runtime::kubernetes::{ApiError, Denial};
 /// The largest response body handed to an adapter: a list bigger than this
 /// must be paged (`limit`/`continue`).
 pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+/// A refusal's message, for the audit trail.
+pub(crate) fn denial_message(e: &ApiError) -> String {
+    match e {
+        ApiError::Denied(d) => d.message.clone(),
+        other => format!("{other:?}"),
+    }
+}
 
 /// What an adapter's instances share to reach the cluster.
 #[derive(Clone)]
@@ -59,6 +67,30 @@ impl KubeContext {
     /// Which grants were used, and which requests were denied, so far.
     pub fn usage(&self) -> &Arc<GrantUsage> {
         &self.usage
+    }
+
+    /// Parses and canonicalizes a request, then checks it against the
+    /// grants; a refusal is audited and answered here.
+    pub(crate) async fn admit(
+        &self,
+        audit: &audit::Audit<'_>,
+        method: path::Method,
+        path: &str,
+        query: &[(String, String)],
+        body_name: Option<&str>,
+    ) -> Result<ApiRequest, ApiError> {
+        let parsed = path::parse(method, path, query).map_err(|e| {
+            let msg = e.to_string();
+            audit.denied(None, &msg);
+            ApiError::InvalidRequest(msg)
+        })?;
+        if let ApiRequest::Resource { verb, target } = &parsed
+            && let Err(e) = self.authorize(*verb, target, body_name).await
+        {
+            audit.denied(Some(&parsed), &denial_message(&e));
+            return Err(e);
+        }
+        Ok(parsed)
     }
 
     /// Checks a request against the grants, recording the outcome. PVs are

@@ -1,10 +1,8 @@
 //! `send`: one request, one answer.
 
-use std::time::{Duration, Instant};
-
 use http_body_util::BodyExt;
 
-use super::audit::{self, Outcome};
+use super::audit::Audit;
 use super::{KubeContext, MAX_RESPONSE_BYTES};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ContentType, Method, Request, Response,
@@ -55,55 +53,16 @@ fn body_name(body: Option<&[u8]>) -> Option<String> {
 impl KubeContext {
     /// Checks, throttles, sends and audits one request.
     pub(crate) async fn send(&self, adapter: &str, req: Request) -> Result<Response, ApiError> {
-        let started = Instant::now();
+        let audit = Audit::start(adapter, "send", &req.path);
         let (pm, hm) = method(req.method);
-        let parsed = match path::parse(pm, &req.path, &req.query) {
-            Ok(p) => p,
-            Err(e) => {
-                let msg = e.to_string();
-                audit::record(
-                    adapter,
-                    "send",
-                    None,
-                    &req.path,
-                    Outcome::Denied(&msg),
-                    Duration::ZERO,
-                    started.elapsed(),
-                );
-                return Err(ApiError::InvalidRequest(msg));
-            }
-        };
+        let name = body_name(req.body.as_deref());
+        let parsed = self
+            .admit(&audit, pm, &req.path, &req.query, name.as_deref())
+            .await?;
         let refuse = |msg: String| {
-            audit::record(
-                adapter,
-                "send",
-                Some(&parsed),
-                &req.path,
-                Outcome::Denied(&msg),
-                Duration::ZERO,
-                started.elapsed(),
-            );
+            audit.denied(Some(&parsed), &msg);
             Err(ApiError::InvalidRequest(msg))
         };
-        if let Some(body) = &req.body
-            && body.len() as u64 > self.max_body
-        {
-            let msg = format!(
-                "the request body is {} bytes, over this adapter's cap of {} bytes (grants: kubernetes.max_body_bytes)",
-                body.len(),
-                self.max_body
-            );
-            audit::record(
-                adapter,
-                "send",
-                Some(&parsed),
-                &req.path,
-                Outcome::Denied(&msg),
-                Duration::ZERO,
-                started.elapsed(),
-            );
-            return Err(ApiError::TooLarge(msg));
-        }
         if let ApiRequest::Resource { verb, target } = &parsed {
             if *verb == Verb::Watch {
                 return refuse("a watch goes through the `watch` function, not `send`".into());
@@ -117,23 +76,18 @@ impl KubeContext {
                     target.grant_spelling()
                 ));
             }
-            let name = body_name(req.body.as_deref());
-            if let Err(e) = self.authorize(*verb, target, name.as_deref()).await {
-                let msg = match &e {
-                    ApiError::Denied(d) => d.message.clone(),
-                    other => format!("{other:?}"),
-                };
-                audit::record(
-                    adapter,
-                    "send",
-                    Some(&parsed),
-                    &req.path,
-                    Outcome::Denied(&msg),
-                    Duration::ZERO,
-                    started.elapsed(),
-                );
-                return Err(e);
-            }
+        }
+        if let Some(body) = &req.body
+            && body.len() as u64 > self.max_body
+        {
+            let msg = format!(
+                "the request body is {} bytes, over this adapter's cap of {} bytes \
+                 (grants: kubernetes.max_body_bytes)",
+                body.len(),
+                self.max_body
+            );
+            audit.denied(Some(&parsed), &msg);
+            return Err(ApiError::TooLarge(msg));
         }
         let throttled = self.limiter.acquire().await;
 
@@ -152,15 +106,7 @@ impl KubeContext {
             Ok(r) => r,
             Err(e) => {
                 let msg = format!("the API server could not be reached: {e}");
-                audit::record(
-                    adapter,
-                    "send",
-                    Some(&parsed),
-                    &req.path,
-                    Outcome::Failed(&msg),
-                    throttled,
-                    started.elapsed(),
-                );
+                audit.failed(&parsed, &msg, throttled);
                 return Err(ApiError::Transport(msg));
             }
         };
@@ -184,27 +130,11 @@ impl KubeContext {
                 } else {
                     format!("the response broke off: {e}")
                 };
-                audit::record(
-                    adapter,
-                    "send",
-                    Some(&parsed),
-                    &req.path,
-                    Outcome::Failed(&msg),
-                    throttled,
-                    started.elapsed(),
-                );
+                audit.failed(&parsed, &msg, throttled);
                 return Err(ApiError::Transport(msg));
             }
         };
-        audit::record(
-            adapter,
-            "send",
-            Some(&parsed),
-            &req.path,
-            Outcome::Status(status),
-            throttled,
-            started.elapsed(),
-        );
+        audit.answered(&parsed, status, throttled);
         Ok(Response {
             status,
             headers,

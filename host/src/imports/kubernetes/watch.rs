@@ -5,15 +5,13 @@
 //! end is told apart: the server closing (resume from the last version),
 //! 410 Gone (list again), or a failure.
 
-use std::time::{Duration, Instant};
-
 use futures::StreamExt;
 use kube::core::WatchEvent as KubeEvent;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::KubeContext;
-use super::audit::{self, Outcome};
+use super::audit::Audit;
 use super::send::uri;
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ApiStatus, EventType, WatchEnd, WatchEvent, WatchRequest,
@@ -111,7 +109,6 @@ impl KubeContext {
         adapter: &str,
         req: WatchRequest,
     ) -> Result<WatchStream, ApiError> {
-        let started = Instant::now();
         let mut query: Vec<(String, String)> = vec![("watch".into(), "true".into())];
         if let Some(s) = &req.label_selector {
             query.push(("labelSelector".into(), s.clone()));
@@ -128,54 +125,20 @@ impl KubeContext {
         if let Some(t) = req.timeout_seconds {
             query.push(("timeoutSeconds".into(), t.to_string()));
         }
-        let parsed = path::parse(path::Method::Get, &req.path, &query).map_err(|e| {
-            let msg = e.to_string();
-            audit::record(
-                adapter,
-                "watch",
-                None,
-                &req.path,
-                Outcome::Denied(&msg),
-                Duration::ZERO,
-                started.elapsed(),
-            );
-            ApiError::InvalidRequest(msg)
-        })?;
-        let ApiRequest::Resource { verb, target } = &parsed else {
-            return Err(ApiError::InvalidRequest(format!(
-                "`{}` is not a collection to watch",
-                req.path
-            )));
-        };
-        if let Err(e) = self.authorize(*verb, target, None).await {
-            let msg = match &e {
-                ApiError::Denied(d) => d.message.clone(),
-                other => format!("{other:?}"),
-            };
-            audit::record(
-                adapter,
-                "watch",
-                Some(&parsed),
-                &req.path,
-                Outcome::Denied(&msg),
-                Duration::ZERO,
-                started.elapsed(),
-            );
-            return Err(e);
+        let audit = Audit::start(adapter, "watch", &req.path);
+        let parsed = self
+            .admit(&audit, path::Method::Get, &req.path, &query, None)
+            .await?;
+        if !matches!(parsed, ApiRequest::Resource { .. }) {
+            let msg = format!("`{}` is not a collection to watch", req.path);
+            audit.denied(Some(&parsed), &msg);
+            return Err(ApiError::InvalidRequest(msg));
         }
         let throttled = self.limiter.acquire().await;
         let request = http::Request::get(uri(&req.path, &query))
             .body(Vec::new())
             .map_err(|e| ApiError::InvalidRequest(format!("building the watch: {e}")))?;
-        audit::record(
-            adapter,
-            "watch",
-            Some(&parsed),
-            &req.path,
-            Outcome::Opened,
-            throttled,
-            started.elapsed(),
-        );
+        audit.opened(&parsed, throttled);
 
         let (tx, rx) = mpsc::channel(DEPTH);
         let client = self.client.clone();
