@@ -20,7 +20,13 @@
 //! - [`config`]: the configuration, its defaults and its checks;
 //! - [`schema`]: its JSON Schema, reported by `info()`;
 //! - [`names`]: namespace, Service and upstream names;
-//! - [`isolation`]: the isolation class of a RuntimeClass handler.
+//! - [`isolation`]: the isolation class of a RuntimeClass handler;
+//! - [`objects`]: the objects an app is made of, built from its plan;
+//! - [`apply`]: `apply`, idempotent by a hash of each object (O-41);
+//! - [`observe`]: `observe`, which never remediates;
+//! - [`lifecycle`]: `stop`, `destroy`, `usage`, `in-use`;
+//! - [`volumes`]: claims, their volumes retained, and the namespace;
+//! - [`quantity`]: Kubernetes quantities read back as base units.
 //!
 //! # Methods
 //!
@@ -35,21 +41,37 @@
 //! | `upstream` | R-023, computed |
 //! | `has-image` | always true: images stay in their registry |
 //! | `import-image` | `unsupported`: every node pulls from a registry |
+//! | `apply` | namespace, default-deny policy (R-023, R-025; open, none, or CIDR-restricted egress; DNS names `unsupported` until the egress gateway, R-186), headless Services, bare pods, claims retained once bound, the pull Secret rewritten each call (O-41); deletes workloads the plan no longer has |
+//! | `observe` | phases, digest, exit code and reason, times, claims; 4 requests whatever the number of workloads |
+//! | `stop` | running and pending pods go; finished ones, Services, claims stay (R-150) |
+//! | `destroy` | R-204: keeps the namespace, claims and policy by default; else each volume as `destroy-volume`, then the namespace |
+//! | `usage`, `in-use` | from the pods' requests and the claims (no metrics API: `used` is none) |
+//! | `create-volume`, `destroy-volume` | a claim in the app's namespace; its volume's reclaim policy back to `Delete` before the claim goes |
+//!
+//! Not yet: the RoleBinding of `app_role` in each app namespace (the
+//! reference binds Pando's ServiceAccount there), and deleting a pull Secret
+//! a plan no longer needs (it stays, unused, until `destroy`).
 //!
 //! Later issues implement, and until then the SDK's default answers
-//! `unsupported`: `capacity`, `largest-fit-for`, `in-use`, `apply`,
-//! `observe`, `stop`, `destroy`, `usage`, `create-volume`, `destroy-volume`,
-//! `snapshot-volume`, `restore-volume`, `logs`, `exec`, `run`, `trial`,
-//! `watch-bundles`, `apply-edge`, `observe-edge`, `remove-edge`, `edges`,
-//! `edge-volumes`. `capabilities` already reports what the finished adapter
-//! offers (the reference's), so core must not rely on those calls before
-//! they land.
+//! `unsupported`: `capacity`, `largest-fit-for`, `snapshot-volume`,
+//! `restore-volume`, `logs`, `exec`, `run`, `trial`, `watch-bundles`,
+//! `apply-edge`, `observe-edge`, `remove-edge`, `edges`, `edge-volumes`.
+//! `capabilities` reports only what this build implements: none of
+//! its flags covers the calls above that landed, so all but the isolation
+//! class stay false.
 #![warn(missing_docs)]
 
+pub mod apply;
+mod cidr;
 pub mod config;
 pub mod isolation;
+pub mod lifecycle;
 pub mod names;
+pub mod objects;
+pub mod observe;
+pub mod quantity;
 pub mod schema;
+pub mod volumes;
 
 use pando_adapter_sdk::Adapter;
 use pando_adapter_sdk::error::{self, ErrorExt};
@@ -59,8 +81,9 @@ use pando_adapter_sdk::kube::k8s_openapi::api::node::v1::RuntimeClass;
 use pando_adapter_sdk::kube::{Api, KubeError};
 use pando_adapter_sdk::kubernetes::{self, Method, Request};
 use pando_adapter_sdk::types::{
-    Category, Error, InputStream, IsolationClass, KindInfo, RuntimeCapabilities, UpstreamAddress,
-    WorkloadRef,
+    BundleHandle, BundlePlan, BundleRef, BundleUsage, Category, DestroyOptions, Error, InUseReport,
+    InputStream, IsolationClass, KindInfo, ObservedBundle, RuntimeCapabilities, UpstreamAddress,
+    VolumeHandle, VolumeRequest, WorkloadRef,
 };
 
 pub use config::Config;
@@ -188,6 +211,46 @@ impl Adapter for KubernetesAdapter {
     /// stay, and imports none of its own.
     fn has_image(&self, _image: String) -> Result<bool, Error> {
         Ok(true)
+    }
+
+    /// Converges the app's namespace toward the plan ([`apply`], O-41).
+    fn apply(&self, plan: BundlePlan) -> Result<BundleHandle, Error> {
+        apply::apply(&self.config, &plan)
+    }
+
+    /// What exists of the app; never remediates ([`observe`]).
+    fn observe(&self, bundle: BundleRef) -> Result<ObservedBundle, Error> {
+        observe::observe(&bundle)
+    }
+
+    /// Removes the running pods, keeps the finished ones.
+    fn stop(&self, bundle: BundleRef) -> Result<(), Error> {
+        lifecycle::stop(&bundle)
+    }
+
+    /// Removes the app, its volumes only when asked.
+    fn destroy(&self, bundle: BundleRef, options: DestroyOptions) -> Result<(), Error> {
+        lifecycle::destroy(&bundle, &options)
+    }
+
+    /// What the app's pods request and its claims hold.
+    fn usage(&self, bundle: BundleRef) -> Result<BundleUsage, Error> {
+        lifecycle::usage(&bundle)
+    }
+
+    /// Pando's apps, volumes and requests on the cluster.
+    fn in_use(&self) -> Result<InUseReport, Error> {
+        lifecycle::in_use()
+    }
+
+    /// A claim in the app's namespace.
+    fn create_volume(&self, request: VolumeRequest) -> Result<VolumeHandle, Error> {
+        volumes::create_volume(&self.config, &request)
+    }
+
+    /// The claim, its volume's reclaim policy set back to `Delete` first.
+    fn destroy_volume(&self, volume: VolumeHandle) -> Result<(), Error> {
+        volumes::destroy_volume(&volume)
     }
 
     /// Not offered: every node pulls from a registry.

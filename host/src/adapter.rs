@@ -51,6 +51,7 @@ pub(crate) struct AdapterInner {
     pub(crate) limits: Limits,
     pub(crate) grants: crate::grants::Grants,
     pub(crate) pool: Arc<Pool>,
+    pub(crate) breaker: crate::breaker::Breaker,
 }
 
 /// A loaded, configured adapter. Cheap to clone; clones share the instance
@@ -123,6 +124,12 @@ impl Adapter {
         Some(kube.usage().report(grants))
     }
 
+    /// The adapter's quarantine, if it is in one: after repeated faults its
+    /// calls fail at once with [`CallError::Quarantined`] until this ends.
+    pub fn quarantine(&self) -> Option<crate::breaker::Quarantine> {
+        self.inner.breaker.quarantine()
+    }
+
     /// Configured instances idle in the pool now.
     pub fn idle_instances(&self) -> usize {
         self.inner.pool.idle_count()
@@ -149,6 +156,7 @@ impl Adapter {
             let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
             let cancel = ctx.cancel_token();
             let result = async {
+                self.inner.breaker.admit(&self.inner.identity.name)?;
                 let mut lease = self
                     .inner
                     .pool
@@ -170,7 +178,7 @@ impl Adapter {
                 r
             }
             .await;
-            record(&result, started);
+            self.finish(&result, started);
             result
         }
         .instrument(span)
@@ -500,6 +508,7 @@ impl Adapter {
         async move {
             let started = Instant::now();
             let result = async {
+                self.inner.breaker.admit(&self.inner.identity.name)?;
                 let mut lease = self
                     .inner
                     .pool
@@ -523,7 +532,7 @@ impl Adapter {
                 .await
             }
             .await;
-            record(&result, started);
+            self.finish(&result, started);
             result
         }
         .instrument(span)
@@ -547,6 +556,7 @@ impl Adapter {
         async move {
             let started = Instant::now();
             let result = async {
+                self.inner.breaker.admit(&self.inner.identity.name)?;
                 let mut lease = self
                     .inner
                     .pool
@@ -568,11 +578,17 @@ impl Adapter {
                 })
             }
             .await;
-            record(&result, started);
+            self.finish(&result, started);
             result
         }
         .instrument(span)
         .await
+    }
+
+    /// Records a call's outcome in its span and in the fault record.
+    fn finish<R>(&self, result: &Result<R, CallError>, started: Instant) {
+        self.inner.breaker.record(&self.inner.identity.name, result);
+        record(result, started);
     }
 
     async fn finish_writer(

@@ -228,7 +228,12 @@ impl Host {
             load_ms = started.elapsed().as_secs_f64() * 1e3,
             "adapter loaded"
         );
+        let breaker = crate::breaker::Breaker::new(
+            options.limits.quarantine_after,
+            options.limits.quarantine_backoff,
+        );
         Ok(Adapter::new(AdapterInner {
+            breaker,
             identity,
             info,
             shape: prepared.shape,

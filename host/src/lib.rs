@@ -19,6 +19,7 @@
 
 pub mod adapter;
 pub mod bindings;
+mod breaker;
 pub mod cache;
 pub mod call;
 mod engine;
@@ -37,6 +38,7 @@ pub mod streams;
 pub mod types;
 
 pub use adapter::{Adapter, ExecSession};
+pub use breaker::Quarantine;
 pub use cache::{CacheOutcome, CompileCache};
 pub use call::CallContext;
 pub use engine::{EPOCH_TICK, EngineSettings};

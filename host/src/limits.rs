@@ -29,6 +29,13 @@ pub struct Limits {
     /// Calls one instance serves before it is replaced, bounding any leak
     /// inside the guest.
     pub max_calls_per_instance: u64,
+    /// Faults in a row (traps, stack overflows, memory overruns) after which
+    /// the adapter is quarantined: its calls fail at once, saying why.
+    pub quarantine_after: u32,
+    /// The first quarantine's length; it doubles while faults go on (to
+    /// five minutes at most) and resets after a call succeeds.
+    #[serde(with = "humantime_ms")]
+    pub quarantine_backoff: Duration,
 }
 
 impl Default for Limits {
@@ -41,6 +48,8 @@ impl Default for Limits {
             max_idle: 8,
             max_long_running: 64,
             max_calls_per_instance: 100_000,
+            quarantine_after: 5,
+            quarantine_backoff: Duration::from_secs(1),
         }
     }
 }

@@ -124,7 +124,21 @@ impl Factory {
             cancel,
             async move |g, s| g.call_configure(s, &config).await,
         )
-        .await?;
+        .await
+        .map_err(|e| match e {
+            // The configuration was accepted at load; a fresh instance that
+            // refuses it is the adapter's fault, not the caller's input.
+            CallError::Adapter(a) => CallError::Host {
+                adapter: self.identity.name.clone(),
+                method: "configure",
+                message: format!(
+                    "a new instance refused the configuration the adapter was loaded with: {}: {}",
+                    a.kind(),
+                    a.message()
+                ),
+            },
+            other => other,
+        })?;
         Ok(inst)
     }
 }

@@ -12,3 +12,6 @@ pub mod plans;
 
 /// The kube-probe adapter against the test cluster.
 pub mod probe;
+
+/// The Kubernetes adapter against the test cluster.
+pub mod kubernetes_adapter;

@@ -202,3 +202,53 @@ async fn an_instance_is_replaced_after_its_call_quota() {
     assert_eq!(count(&a).await, 3);
     assert_eq!(count(&a).await, 1, "the fourth call gets a fresh instance");
 }
+
+#[tokio::test]
+async fn an_adapter_that_keeps_crashing_is_quarantined_and_let_back() {
+    let (a, _c) = adapter_with(Limits {
+        quarantine_after: 3,
+        quarantine_backoff: Duration::from_millis(500),
+        ..Limits::default()
+    })
+    .await;
+    for _ in 0..3 {
+        let err = a
+            .apply(&ctx(), &plan("panic", &[]))
+            .await
+            .expect_err("panics");
+        assert!(matches!(err, CallError::Trap { .. }), "{err:?}");
+    }
+    // Quarantined: calls fail at once, saying why, without running.
+    let q = a.quarantine().expect("quarantined after three crashes");
+    assert!(q.reason.contains("asked to panic"), "{}", q.reason);
+    match a.observe(&ctx(), &bundle("x")).await {
+        Err(CallError::Quarantined { reason, .. }) => assert!(reason.contains("panic")),
+        other => panic!("expected the quarantine, got {other:?}"),
+    }
+    // Let back after the backoff; a success clears the record.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(count(&a).await, 1);
+    assert!(a.quarantine().is_none());
+}
+
+#[tokio::test]
+async fn a_healthy_adapter_beside_a_crashing_one_is_unharmed() {
+    let (bad, _c1) = adapter().await;
+    let (good, _c2) = adapter().await;
+    let crashing = {
+        let bad = bad.clone();
+        tokio::spawn(async move {
+            for id in ["panic", "bomb", "stack", "panic"] {
+                let _ = bad.apply(&ctx(), &plan(id, &[])).await;
+            }
+        })
+    };
+    for n in 1..=20 {
+        assert_eq!(
+            count(&good).await,
+            n,
+            "the healthy adapter's instance serves on"
+        );
+    }
+    crashing.await.expect("join");
+}

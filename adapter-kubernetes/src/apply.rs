@@ -1,0 +1,219 @@
+//! Apply: converge an app's namespace toward its plan.
+//!
+//! Idempotent. Each object is compared with what exists by the hash of
+//! what was asked for ([`objects::HASH_ANNOTATION`]), so a satisfied plan
+//! writes nothing but the pull Secret, which is rewritten on every call
+//! because a registry password can expire (O-41). A pod is recreated only
+//! when its spec (its digest included) differs or it has exited (R-151:
+//! nothing but Apply starts a workload again).
+//!
+//! Requests for a satisfied plan of N workloads and V volumes: the
+//! namespace (1 GET), the policy (1 GET), the claims (1 LIST, plus 1 GET of
+//! the PV per bound claim), the Services (1 LIST), the pods (1 LIST), and,
+//! with credentials, the pull Secret (1 PUT): 5 + V reads, 0 or 1 write,
+//! whatever N.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use pando_adapter_sdk::error::ErrorExt;
+use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
+use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams, PostParams};
+use pando_adapter_sdk::types::{BundleHandle, BundlePlan, Error};
+
+use crate::config::Config;
+use crate::{names, objects, volumes};
+
+/// How long Apply waits for a replaced pod to be gone before creating its
+/// successor under the same name.
+const POD_GONE_WAIT: Duration = Duration::from_secs(30);
+
+/// Converges the app's namespace toward `plan` (see the module doc).
+pub fn apply(config: &Config, plan: &BundlePlan) -> Result<BundleHandle, Error> {
+    let ns = names::app_namespace(&plan.id)?;
+    // Build everything before writing anything: a plan refused (an unknown
+    // volume, a DNS-name egress rule, R-186) leaves the cluster as it was.
+    let policy = objects::network_policy(config, plan)?;
+    let mut services = BTreeMap::new();
+    let mut pods = BTreeMap::new();
+    for w in &plan.workloads {
+        services.insert(w.name.clone(), objects::service(&plan.id, w)?);
+        pods.insert(w.name.clone(), objects::pod(config, plan, w)?);
+    }
+    if services.len() != plan.workloads.len() {
+        return Err(Error::Invalid(format!(
+            "plan `{}` names a workload twice",
+            plan.id
+        )));
+    }
+
+    volumes::ensure_namespace(&ns, &plan.id)?;
+    ensure_policy(&ns, policy)?;
+    ensure_pull_secret(&ns, plan)?;
+    volumes::ensure_claims(config, &ns, plan)?;
+    ensure_services(&ns, services)?;
+    ensure_pods(&ns, pods)?;
+    Ok(BundleHandle {
+        id: plan.id.clone(),
+        location: format!("namespace/{ns}"),
+    })
+}
+
+/// Creates the default-deny policy, or replaces it when its hash differs.
+fn ensure_policy(ns: &str, desired: NetworkPolicy) -> Result<(), Error> {
+    let api = Api::<NetworkPolicy>::namespaced(ns);
+    let ctx = |e| Error::from(e).context(&format!("the NetworkPolicy of namespace `{ns}`"));
+    match api.get_opt(objects::POLICY_NAME).map_err(ctx)? {
+        None => {
+            api.create(&post(), &desired).map_err(ctx)?;
+        }
+        Some(existing)
+            if objects::stored_hash(&existing.metadata)
+                != objects::stored_hash(&desired.metadata) =>
+        {
+            let mut desired = desired;
+            desired.metadata.resource_version = existing.metadata.resource_version;
+            api.replace(objects::POLICY_NAME, &post(), &desired)
+                .map_err(ctx)?;
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// Writes the pull Secret on every call (O-41), or deletes it when the plan
+/// has no credentials any more.
+fn ensure_pull_secret(ns: &str, plan: &BundlePlan) -> Result<(), Error> {
+    let api = Api::<Secret>::namespaced(ns);
+    let ctx = |e| Error::from(e).context(&format!("the pull Secret of namespace `{ns}`"));
+    if plan.pull_credentials.is_empty() {
+        // Nothing to write: a satisfied plan without credentials writes
+        // nothing at all (O-41). A Secret an earlier plan made stays, unused
+        // by the pods, until the app is destroyed.
+        return Ok(());
+    }
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let secret = objects::pull_secret(&plan.id, &plan.pull_credentials, now_ms)?;
+    // PUT first: the Secret usually exists. A PUT without resourceVersion
+    // is an unconditional overwrite, which is what a rewrite is.
+    match api.replace(objects::PULL_SECRET_NAME, &post(), &secret) {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_not_found() => api.create(&post(), &secret).map(|_| ()).map_err(ctx),
+        Err(e) => Err(ctx(e)),
+    }
+}
+
+/// Creates or replaces each workload's Service, and deletes those of
+/// workloads the plan no longer has (a plan is the whole app).
+fn ensure_services(ns: &str, mut desired: BTreeMap<String, Service>) -> Result<(), Error> {
+    let api = Api::<Service>::namespaced(ns);
+    let ctx = |e| Error::from(e).context(&format!("the Services of namespace `{ns}`"));
+    let existing = api
+        .list(&ListParams::default().labels(&objects::managed_selector()))
+        .map_err(ctx)?;
+    for svc in existing.items {
+        let name = svc.metadata.name.clone().unwrap_or_default();
+        match desired.remove(&name) {
+            None => {
+                api.delete_opt(&name, &DeleteParams::background())
+                    .map_err(ctx)?;
+            }
+            Some(want)
+                if objects::stored_hash(&svc.metadata) != objects::stored_hash(&want.metadata) =>
+            {
+                // A Service's clusterIP cannot change in place; delete and
+                // create rather than replace.
+                api.delete_opt(&name, &DeleteParams::background())
+                    .map_err(ctx)?;
+                api.create(&post(), &want).map_err(ctx)?;
+            }
+            Some(_) => {}
+        }
+    }
+    for svc in desired.values() {
+        api.create(&post(), svc).map_err(ctx)?;
+    }
+    Ok(())
+}
+
+/// Whether a pod has exited: it will never run again.
+pub fn has_exited(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Keeps each workload's pod when it matches and still runs; replaces it
+/// when its spec or digest differs or it exited; deletes pods of workloads
+/// the plan no longer has.
+fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error> {
+    let api = Api::<Pod>::namespaced(ns);
+    let ctx = |e| Error::from(e).context(&format!("the pods of namespace `{ns}`"));
+    let existing = api
+        .list(&ListParams::default().labels(&objects::managed_selector()))
+        .map_err(ctx)?;
+    let mut replaced = BTreeSet::new();
+    for pod in existing.items {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let keep = match desired.get(&name) {
+            None => false,
+            Some(want) => {
+                objects::stored_hash(&pod.metadata) == objects::stored_hash(&want.metadata)
+                    && !has_exited(&pod)
+                    && pod.metadata.deletion_timestamp.is_none()
+            }
+        };
+        if keep {
+            desired.remove(&name);
+            continue;
+        }
+        // An exited pod runs nothing: it goes at once. A running one gets
+        // its grace period.
+        let params = if has_exited(&pod) {
+            DeleteParams::background().grace_period(0)
+        } else {
+            DeleteParams::background()
+        };
+        api.delete_opt(&name, &params).map_err(ctx)?;
+        if desired.contains_key(&name) {
+            replaced.insert(name);
+        }
+    }
+    for name in &replaced {
+        wait_gone(&api, name)?;
+    }
+    for pod in desired.values() {
+        api.create(&post(), pod).map_err(ctx)?;
+    }
+    Ok(())
+}
+
+/// Waits until the pod `name` is gone, so its successor can take the name.
+fn wait_gone(api: &Api<Pod>, name: &str) -> Result<(), Error> {
+    let step = Duration::from_millis(250);
+    let mut waited = Duration::ZERO;
+    while api.get_opt(name).map_err(Error::from)?.is_some() {
+        if waited >= POD_GONE_WAIT {
+            return Err(Error::Conflict(format!(
+                "pod `{name}` is still terminating after {} s; apply again once it is gone",
+                POD_GONE_WAIT.as_secs()
+            )));
+        }
+        pando_adapter_sdk::time::sleep(step)?;
+        waited += step;
+    }
+    Ok(())
+}
+
+/// Create and replace as the adapter's field manager.
+pub fn post() -> PostParams {
+    PostParams {
+        field_manager: Some(objects::FIELD_MANAGER.into()),
+        ..PostParams::default()
+    }
+}

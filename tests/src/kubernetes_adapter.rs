@@ -1,0 +1,287 @@
+//! The Kubernetes adapter, loaded in the host against the test cluster as
+//! the `pando` identity with `deploy/grants/kubernetes.yaml`, and what its
+//! tests need: admin access to look behind it, pod phases to wait for, and
+//! a count of the API requests a call made (from the host's audit events).
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service,
+};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Api, Client};
+use pando_host::types::{
+    BundlePlan, BundleRef, DestroyOptions, RegistryCredential, VolumeMount, VolumeSpec,
+};
+use pando_host::{Adapter, CallContext, Grants, Host, LoadOptions};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::cluster::{self, EXIT_CODE_ANNOTATION, Identity};
+use crate::components;
+
+/// The configuration the tests load the adapter with.
+pub const CONFIG: &str = r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16"}"#;
+
+/// Generous limit for anything the control plane does asynchronously.
+pub const WAIT: Duration = Duration::from_secs(90);
+
+/// The adapter's component.
+pub fn component() -> std::path::PathBuf {
+    components::component("pando_adapter_kubernetes")
+}
+
+/// The host grants the adapter ships with.
+pub fn grants() -> Grants {
+    let path = components::repo_root().join("deploy/grants/kubernetes.yaml");
+    let text = std::fs::read_to_string(&path).expect("reading deploy/grants/kubernetes.yaml");
+    Grants::from_text("deploy/grants/kubernetes.yaml", &text).expect("the grants parse")
+}
+
+/// The adapter, as `pando`, with [`CONFIG`]. Also starts counting audit
+/// events ([`requests`]).
+pub async fn load() -> (Adapter, Host) {
+    install_audit_counter();
+    let host = Host::builder()
+        .cache_dir(components::repo_root().join("target/test-compile-cache"))
+        .build()
+        .expect("host builds");
+    let client = cluster::client(Identity::Pando)
+        .await
+        .expect("a client for the pando identity");
+    let adapter = host
+        .load_file(
+            &component(),
+            LoadOptions {
+                grants: grants(),
+                config: CONFIG.into(),
+                kubernetes: Some(client),
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("the Kubernetes adapter loads");
+    (adapter, host)
+}
+
+/// A call context with a generous deadline.
+pub fn ctx() -> CallContext {
+    CallContext::default().with_timeout(Duration::from_secs(120))
+}
+
+/// The admin client, to look behind the adapter.
+pub async fn admin() -> Client {
+    cluster::client(Identity::Admin)
+        .await
+        .expect("admin client")
+}
+
+/// Removes an app, volumes and namespace included: through the adapter,
+/// then as admin in case the adapter failed.
+pub async fn cleanup(adapter: &Adapter, id: &str) {
+    let _ = adapter
+        .destroy(
+            &ctx(),
+            &BundleRef { id: id.into() },
+            DestroyOptions {
+                keep_volumes: false,
+            },
+        )
+        .await;
+    let ns: Api<Namespace> = Api::all(admin().await);
+    let _ = ns
+        .delete(&format!("pando-{id}"), &DeleteParams::default())
+        .await;
+}
+
+/// Waits until pod `name` of `ns` is in `phase`, and returns it.
+pub async fn wait_phase(ns: &str, name: &str, phase: &str) -> Pod {
+    let pods: Api<Pod> = Api::namespaced(admin().await, ns);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Some(pod) = pods.get_opt(name).await.expect("reading the pod")
+            && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(phase)
+        {
+            return pod;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "pod {ns}/{name} did not reach {phase} within {} s",
+            WAIT.as_secs()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Ends a running pod with `code` through KWOK (as the admin), and waits
+/// for its final phase.
+pub async fn exit_pod(ns: &str, name: &str, code: i32) -> Pod {
+    let pods: Api<Pod> = Api::namespaced(admin().await, ns);
+    let patch = serde_json::json!({ "metadata": { "annotations": { EXIT_CODE_ANNOTATION: code.to_string() } } });
+    pods.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("annotating the pod");
+    wait_phase(ns, name, if code == 0 { "Succeeded" } else { "Failed" }).await
+}
+
+/// A unique app id, short enough for its namespace.
+pub fn id(prefix: &str) -> String {
+    // An app id leaves room for `pando-` in a 63-character namespace.
+    let mut id = cluster::unique_name(prefix);
+    id.truncate(50);
+    id.trim_end_matches('-').to_owned()
+}
+
+/// Pull credentials for a registry that does not exist.
+pub fn credentials() -> Vec<RegistryCredential> {
+    vec![RegistryCredential {
+        registry: "registry.example.com".into(),
+        username: "pando".into(),
+        password: "s3cret".into(),
+    }]
+}
+
+/// The plan with a 1 GiB volume `volume` mounted by its first workload.
+pub fn with_volume(mut p: BundlePlan, volume: &str) -> BundlePlan {
+    p.volumes.push(VolumeSpec {
+        name: volume.into(),
+        size_bytes: Some(1 << 30),
+    });
+    p.workloads[0].mounts.push(VolumeMount {
+        volume: volume.into(),
+        path: "/data".into(),
+        read_only: false,
+    });
+    p
+}
+
+/// Every object's `resourceVersion` in the namespace (and the namespace's),
+/// keyed by kind and name.
+pub async fn versions(client: &Client, ns: &str) -> BTreeMap<String, String> {
+    let mut all = BTreeMap::new();
+    let lp = ListParams::default();
+    macro_rules! add {
+        ($kind:ty, $label:literal) => {
+            for o in Api::<$kind>::namespaced(client.clone(), ns)
+                .list(&lp)
+                .await
+                .expect("listing")
+                .items
+            {
+                all.insert(
+                    format!("{}/{}", $label, o.metadata.name.unwrap_or_default()),
+                    o.metadata.resource_version.unwrap_or_default(),
+                );
+            }
+        };
+    }
+    add!(Pod, "pod");
+    add!(Service, "service");
+    add!(Secret, "secret");
+    add!(ConfigMap, "configmap");
+    add!(NetworkPolicy, "networkpolicy");
+    add!(PersistentVolumeClaim, "pvc");
+    let n = Api::<Namespace>::all(client.clone())
+        .get(ns)
+        .await
+        .expect("the namespace");
+    all.insert(
+        format!("namespace/{ns}"),
+        n.metadata.resource_version.unwrap_or_default(),
+    );
+    all
+}
+
+/// A pod's uid.
+pub fn uid(pod: &Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_default()
+}
+
+/// One Kubernetes request the host sent for an adapter (its audit event).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Request {
+    /// The import function (`send`, `watch`, `exec`).
+    pub call: String,
+    /// `get`, `list`, `create`, `update`, `patch`, `delete` …
+    pub verb: String,
+    /// As grants spell it.
+    pub resource: String,
+    /// Empty for cluster-scoped objects.
+    pub namespace: String,
+    /// Empty for lists.
+    pub name: String,
+}
+
+impl Request {
+    /// Whether it changes something.
+    pub fn is_write(&self) -> bool {
+        !matches!(self.verb.as_str(), "get" | "list" | "watch")
+    }
+}
+
+static AUDIT: Mutex<Vec<Request>> = Mutex::new(Vec::new());
+
+struct AuditCounter;
+
+impl Visit for Request {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.record(field, value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.record(field, format!("{value:?}"));
+    }
+}
+
+impl Request {
+    fn record(&mut self, field: &Field, value: String) {
+        match field.name() {
+            "call" => self.call = value,
+            "verb" => self.verb = value,
+            "resource" => self.resource = value,
+            "namespace" => self.namespace = value,
+            "name" => self.name = value,
+            _ => {}
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for AuditCounter {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        if event.metadata().target() == "pando_host::audit" {
+            let mut request = Request::default();
+            event.record(&mut request);
+            if let Ok(mut all) = AUDIT.lock() {
+                all.push(request);
+            }
+        }
+    }
+}
+
+fn install_audit_counter() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let _ = tracing_subscriber::registry().with(AuditCounter).try_init();
+    });
+}
+
+/// How many audit events were recorded so far: pass it to [`requests`].
+pub fn audit_mark() -> usize {
+    AUDIT.lock().map(|a| a.len()).unwrap_or(0)
+}
+
+/// The requests about namespace `ns` (in it, or the namespace itself)
+/// since `mark`. Tests run in parallel, so a unique namespace tells one
+/// test's requests from another's; the adapter's calls in one test are
+/// sequential, so a mark taken before a call starts that call's window.
+pub fn requests(mark: usize, ns: &str) -> Vec<Request> {
+    let all = AUDIT.lock().map(|a| a.clone()).unwrap_or_default();
+    all.into_iter()
+        .skip(mark)
+        .filter(|r| r.namespace == ns || r.name == ns)
+        .collect()
+}
