@@ -256,3 +256,27 @@ async fn the_grant_report_names_used_and_unused_rules_and_denials() {
         report.denials
     );
 }
+
+#[tokio::test]
+async fn a_guest_waiting_on_the_rate_budget_is_told_of_its_cancellation() {
+    let grants = GRANTS.replace("rate: {qps: 50, burst: 50}", "rate: {qps: 1, burst: 1}");
+    let (a, _c) = probe::load(&grants).await;
+    let cancel = pando_host::CancellationToken::new();
+    let ctx = pando_host::CallContext::new(cancel.clone()).with_timeout(Duration::from_secs(30));
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cancel.cancel();
+    });
+    // Ten requests at one a second: the guest is waiting on the budget when
+    // the call is cancelled, is told so, and returns it as its own error
+    // within the grace the host gives it.
+    let err = a
+        .apply(&ctx, &pando_tests::plans::plan("flood:10", &[]))
+        .await
+        .expect_err("cancelled");
+    canceller.await.expect("join");
+    assert!(
+        matches!(err, CallError::Adapter(AdapterError::Cancelled(_))),
+        "{err:?}"
+    );
+}

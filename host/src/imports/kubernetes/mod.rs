@@ -180,6 +180,20 @@ mod host_impl {
     };
     use crate::state::HostState;
 
+    /// Races a Kubernetes call against the call's cancellation, so a guest
+    /// waiting on the cluster (or on the rate budget) is told `cancelled`
+    /// and can return on its own within the host's grace. (At the deadline
+    /// the host ends the call itself: there is no grace to return in.)
+    async fn bounded<T>(
+        cancel: tokio_util::sync::CancellationToken,
+        fut: impl std::future::Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        tokio::select! {
+            r = fut => r,
+            () = cancel.cancelled() => Err(ApiError::Cancelled),
+        }
+    }
+
     fn no_cluster() -> ApiError {
         ApiError::Transport(
             "no cluster is configured for this adapter: the host was given no Kubernetes client \
@@ -193,7 +207,11 @@ mod host_impl {
             let Some(kube) = self.kubernetes.clone() else {
                 return Ok(Err(no_cluster()));
             };
-            Ok(kube.send(&self.identity.name, request).await)
+            Ok(bounded(
+                self.call.cancel.clone(),
+                kube.send(&self.identity.name, request),
+            )
+            .await)
         }
 
         async fn watch(
@@ -203,7 +221,12 @@ mod host_impl {
             let Some(kube) = self.kubernetes.clone() else {
                 return Ok(Err(no_cluster()));
             };
-            match kube.watch(&self.identity.name, request).await {
+            match bounded(
+                self.call.cancel.clone(),
+                kube.watch(&self.identity.name, request),
+            )
+            .await
+            {
                 Ok(w) => Ok(Ok(self.table().push(w)?)),
                 Err(e) => Ok(Err(e)),
             }
@@ -216,7 +239,12 @@ mod host_impl {
             let Some(kube) = self.kubernetes.clone() else {
                 return Ok(Err(no_cluster()));
             };
-            match kube.logs(&self.identity.name, request).await {
+            match bounded(
+                self.call.cancel.clone(),
+                kube.logs(&self.identity.name, request),
+            )
+            .await
+            {
                 Ok(s) => Ok(Ok(self.table().push(s)?)),
                 Err(e) => Ok(Err(e)),
             }
@@ -229,7 +257,12 @@ mod host_impl {
             let Some(kube) = self.kubernetes.clone() else {
                 return Ok(Err(no_cluster()));
             };
-            match kube.exec(&self.identity.name, request).await {
+            match bounded(
+                self.call.cancel.clone(),
+                kube.exec(&self.identity.name, request),
+            )
+            .await
+            {
                 Ok(s) => Ok(Ok(self.table().push(s)?)),
                 Err(e) => Ok(Err(e)),
             }
