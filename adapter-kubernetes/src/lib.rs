@@ -26,7 +26,16 @@
 //! - [`observe`]: `observe`, which never remediates;
 //! - [`lifecycle`]: `stop`, `destroy`, `usage`, `in-use`;
 //! - [`volumes`]: claims, their volumes retained, and the namespace;
-//! - [`quantity`]: Kubernetes quantities read back as base units.
+//! - [`quantity`]: Kubernetes quantities read back as base units;
+//! - [`edge_objects`]: the objects an edge is made of;
+//! - [`edge`]: `apply-edge`, `observe-edge`, `remove-edge`, `edges`,
+//!   `edge-volumes`;
+//! - [`pods`]: a workload's pods by their labels, the newest, the running one;
+//! - [`logs`]: `logs`, the newest pod's, a finished one included;
+//! - [`exec`]: `exec` and `run`;
+//! - [`capacity`]: `capacity` and `largest-fit-for`, pure
+//!   arithmetic over one node list and one pod list;
+//! - [`watch`]: `watch-bundles` (O-52, R-148), one cluster-wide pod watch.
 //!
 //! # Methods
 //!
@@ -47,31 +56,46 @@
 //! | `destroy` | R-204: keeps the namespace, claims and policy by default; else each volume as `destroy-volume`, then the namespace |
 //! | `usage`, `in-use` | from the pods' requests and the claims (no metrics API: `used` is none) |
 //! | `create-volume`, `destroy-volume` | a claim in the app's namespace; its volume's reclaim policy back to `Delete` before the claim goes |
+//! | `apply-edge` | R-174: in `edge_namespace`, a Deployment of at least two replicas spread by a soft anti-affinity, a PodDisruptionBudget (`minAvailable: 1`), the one LoadBalancer or NodePort Service; idempotent by hash (O-41) |
+//! | `observe-edge` | serving when a replica is ready and the Service has an address; why not, in words; a warning when ready replicas share a node |
+//! | `remove-edge` | the edge's Deployment, budget and Service; the namespace with the last edge |
+//! | `edges`, `edge-volumes` | the edges' names; no volumes (replicas share nothing) |
+//! | `logs` | the workload's newest pod by creation time, a finished one included; the host's stream returned as it is; `not-found` without a pod; 2 requests |
+//! | `exec` | R-084, R-228: in the newest running pod, the raw session returned; `unavailable` when none runs |
+//! | `run` | R-423: stdout spliced to the caller as it comes, the last 64 KiB of stderr kept for `command-failed`; `env` is `unsupported` (exec cannot add variables to a running container) |
+//! | `capacity` | R-243: eligible nodes (Ready, schedulable, `node_selector`) less what pods that are not Pando's apps request; `largest_fit` counts every pod; 2 requests |
+//! | `largest-fit-for` | R-242: as `largest_fit`, the app's own pods added back; 2 requests |
+//! | `watch-bundles` | O-52, R-148: list, `watching`, one cluster-wide pod watch from the list's version, reopened after the server closes it; `expired` on 410 |
 //!
 //! Not yet: the RoleBinding of `app_role` in each app namespace (the
 //! reference binds Pando's ServiceAccount there), and deleting a pull Secret
 //! a plan no longer needs (it stays, unused, until `destroy`).
 //!
 //! Later issues implement, and until then the SDK's default answers
-//! `unsupported`: `capacity`, `largest-fit-for`, `snapshot-volume`,
-//! `restore-volume`, `logs`, `exec`, `run`, `trial`, `watch-bundles`,
-//! `apply-edge`, `observe-edge`, `remove-edge`, `edges`, `edge-volumes`.
-//! `capabilities` reports only what this build implements: none of
-//! its flags covers the calls above that landed, so all but the isolation
-//! class stay false.
+//! `unsupported`: `snapshot-volume`, `restore-volume`, `trial`.
+//! `capabilities` reports only what this build implements: of its
+//! flags, `edge`, `exec`, `run`, `logs` and the isolation class; the others
+//! stay false.
 #![warn(missing_docs)]
 
 pub mod apply;
+pub mod capacity;
 mod cidr;
 pub mod config;
+pub mod edge;
+pub mod edge_objects;
+pub mod exec;
 pub mod isolation;
 pub mod lifecycle;
+pub mod logs;
 pub mod names;
 pub mod objects;
 pub mod observe;
+pub mod pods;
 pub mod quantity;
 pub mod schema;
 pub mod volumes;
+pub mod watch;
 
 use pando_adapter_sdk::Adapter;
 use pando_adapter_sdk::error::{self, ErrorExt};
@@ -81,9 +105,9 @@ use pando_adapter_sdk::kube::k8s_openapi::api::node::v1::RuntimeClass;
 use pando_adapter_sdk::kube::{Api, KubeError};
 use pando_adapter_sdk::kubernetes::{self, Method, Request};
 use pando_adapter_sdk::types::{
-    BundleHandle, BundlePlan, BundleRef, BundleUsage, Category, DestroyOptions, Error, InUseReport,
-    InputStream, IsolationClass, KindInfo, ObservedBundle, RuntimeCapabilities, UpstreamAddress,
-    VolumeHandle, VolumeRequest, WorkloadRef,
+    BundleHandle, BundlePlan, BundleRef, BundleUsage, Category, DestroyOptions, EdgePlan,
+    EdgeState, Error, InUseReport, InputStream, IsolationClass, KindInfo, ObservedBundle,
+    RuntimeCapabilities, UpstreamAddress, VolumeHandle, VolumeRequest, WorkloadRef,
 };
 
 pub use config::Config;
@@ -159,9 +183,9 @@ impl Adapter for KubernetesAdapter {
         };
         Ok(RuntimeCapabilities {
             isolation,
-            exec: false,
-            run: false,
-            logs: false,
+            exec: true,
+            run: true,
+            logs: true,
             trial: false,
             // Nothing like a container diff exists in the API.
             write_observation: false,
@@ -171,7 +195,8 @@ impl Adapter for KubernetesAdapter {
             // Every node pulls from a registry.
             image_import: false,
             volume_snapshot: false,
-            edge: false,
+            // the edge methods are implemented ([`edge`]).
+            edge: true,
         })
     }
 
@@ -253,6 +278,88 @@ impl Adapter for KubernetesAdapter {
         volumes::destroy_volume(&volume)
     }
 
+    /// Creates or updates the edge (R-174, [`edge::apply_edge`]).
+    fn apply_edge(&self, plan: EdgePlan) -> Result<(), Error> {
+        edge::apply_edge(&self.config, &plan)
+    }
+
+    /// Whether the edge serves, why not, and its warnings.
+    fn observe_edge(&self, name: String) -> Result<EdgeState, Error> {
+        edge::observe_edge(&self.config, &name)
+    }
+
+    /// Removes the edge, and its namespace with the last one.
+    fn remove_edge(&self, name: String) -> Result<(), Error> {
+        edge::remove_edge(&self.config, &name)
+    }
+
+    /// The edges' names.
+    fn edges(&self) -> Result<Vec<String>, Error> {
+        edge::edges(&self.config)
+    }
+
+    /// None: edge replicas share nothing; certificates on this runtime are
+    /// kept by Pando, not by the edge.
+    fn edge_volumes(&self) -> Result<Vec<VolumeHandle>, Error> {
+        Ok(Vec::new())
+    }
+
+    /// What the eligible nodes can hold, less what others request there
+    /// and the roomiest node: [`capacity::report`], from
+    /// 2 requests.
+    fn capacity(&self) -> Result<pando_adapter_sdk::types::CapacityReport, Error> {
+        let (nodes, pods) = capacity::read(&self.config.node_selector)?;
+        Ok(capacity::report(&nodes, &pods))
+    }
+
+    /// The roomiest node for one app, its own pods' requests added back
+    /// [`capacity::largest_fit_for`].
+    fn largest_fit_for(
+        &self,
+        bundle: String,
+    ) -> Result<Option<pando_adapter_sdk::types::Fit>, Error> {
+        let (nodes, pods) = capacity::read(&self.config.node_selector)?;
+        Ok(capacity::largest_fit_for(&nodes, &pods, &bundle))
+    }
+
+    /// The newest pod's log, a finished one included ([`logs`]).
+    fn logs(
+        &self,
+        workload: WorkloadRef,
+        options: pando_adapter_sdk::types::LogOptions,
+    ) -> Result<InputStream, Error> {
+        logs::logs(&workload, &options)
+    }
+
+    /// A session in the running pod (R-084, R-228: core authorized and
+    /// audited it) ([`exec::exec`]).
+    fn exec(
+        &self,
+        workload: WorkloadRef,
+        request: pando_adapter_sdk::types::ExecRequest,
+    ) -> Result<Box<dyn pando_adapter_sdk::ExecSession>, Error> {
+        exec::exec(&workload, &request)
+    }
+
+    /// A command to completion in the running pod (R-423) ([`exec::run`]).
+    fn run(
+        &self,
+        workload: WorkloadRef,
+        request: pando_adapter_sdk::types::RunRequest,
+        stdout: pando_adapter_sdk::types::OutputStream,
+    ) -> Result<(), Error> {
+        exec::run(&workload, &request, &stdout)
+    }
+
+    /// Reports every app pod's changes, never acts (O-52, R-148)
+    /// ([`watch::watch_bundles`]).
+    fn watch_bundles(
+        &self,
+        sink: pando_adapter_sdk::types::BundleSink,
+    ) -> Result<pando_adapter_sdk::types::WatchEnd, Error> {
+        watch::watch_bundles(&sink)
+    }
+
     /// Not offered: every node pulls from a registry.
     fn import_image(&self, _from: InputStream) -> Result<String, Error> {
         Err(Error::Unsupported(
@@ -327,8 +434,10 @@ mod tests {
             .unwrap();
         assert_eq!(caps.isolation, IsolationClass::SharedKernel);
         // Only what this build implements is declared.
-        assert!(!caps.exec && !caps.run && !caps.logs && !caps.trial);
-        assert!(!caps.volume_snapshot && !caps.edge);
+        assert!(caps.exec && caps.run && caps.logs);
+        assert!(!caps.trial);
+        assert!(!caps.volume_snapshot);
+        assert!(caps.edge, "R-174: the edge is implemented");
         assert!(!caps.write_observation && !caps.image_import);
         assert!(
             !caps.egress_restriction,

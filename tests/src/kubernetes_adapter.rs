@@ -68,6 +68,40 @@ pub async fn load() -> (Adapter, Host) {
     (adapter, host)
 }
 
+/// The adapter, as `pando`, with `config` rather than [`CONFIG`]: e.g. a
+/// `node_selector` that keeps a test's pods (and the capacity it reads) on
+/// nodes other tests do not use. Also starts counting audit events.
+pub async fn load_with(config: &str) -> (Adapter, Host) {
+    install_audit_counter();
+    let host = Host::builder()
+        .cache_dir(components::repo_root().join("target/test-compile-cache"))
+        .build()
+        .expect("host builds");
+    let client = cluster::client(Identity::Pando)
+        .await
+        .expect("a client for the pando identity");
+    let adapter = host
+        .load_file(
+            &component(),
+            LoadOptions {
+                grants: grants(),
+                config: config.into(),
+                kubernetes: Some(client),
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("the Kubernetes adapter loads");
+    (adapter, host)
+}
+
+/// All audit events since `mark`, whatever namespace they name (for calls
+/// that read cluster-wide, such as `capacity`).
+pub fn all_requests(mark: usize) -> Vec<Request> {
+    let all = AUDIT.lock().map(|a| a.clone()).unwrap_or_default();
+    all.into_iter().skip(mark).collect()
+}
+
 /// A call context with a generous deadline.
 pub fn ctx() -> CallContext {
     CallContext::default().with_timeout(Duration::from_secs(120))
