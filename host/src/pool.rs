@@ -198,20 +198,8 @@ impl Pool {
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
     ) -> Result<Lease, CallError> {
-        let permit = self
-            .acquire(&self.permits, method, deadline, timeout, cancel)
-            .await?;
-        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let instance = match idle {
-            Some(i) => i,
-            None => self.factory.create(deadline, cancel).await?,
-        };
-        Ok(Lease {
-            instance: Some(instance),
-            pool: self.clone(),
-            reusable: true,
-            _permit: permit,
-        })
+        self.lease_from(&self.permits, true, method, deadline, timeout, cancel)
+            .await
     }
 
     /// A fresh instance for a long-running call, never returned to the pool.
@@ -222,14 +210,37 @@ impl Pool {
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
     ) -> Result<Lease, CallError> {
+        self.lease_from(&self.long_permits, false, method, deadline, timeout, cancel)
+            .await
+    }
+
+    /// A permit from `budget`, then an idle instance (when `pooled`) or a
+    /// new one; only a pooled lease goes back to the pool.
+    async fn lease_from(
+        self: &Arc<Self>,
+        budget: &Arc<Semaphore>,
+        pooled: bool,
+        method: &'static str,
+        deadline: Option<Instant>,
+        timeout: Option<std::time::Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<Lease, CallError> {
         let permit = self
-            .acquire(&self.long_permits, method, deadline, timeout, cancel)
+            .acquire(budget, method, deadline, timeout, cancel)
             .await?;
-        let instance = self.factory.create(deadline, cancel).await?;
+        let idle = if pooled {
+            self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
+        } else {
+            None
+        };
+        let instance = match idle {
+            Some(i) => i,
+            None => self.factory.create(deadline, cancel).await?,
+        };
         Ok(Lease {
             instance: Some(instance),
             pool: self.clone(),
-            reusable: false,
+            reusable: pooled,
             _permit: permit,
         })
     }

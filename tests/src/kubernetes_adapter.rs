@@ -16,7 +16,7 @@ use kube::{Api, Client};
 use pando_host::types::{
     BundlePlan, BundleRef, DestroyOptions, RegistryCredential, VolumeMount, VolumeSpec,
 };
-use pando_host::{Adapter, CallContext, Grants, Host, LoadOptions};
+use pando_host::{Adapter, CallContext, Grants, Host};
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
@@ -45,27 +45,7 @@ pub fn grants() -> Grants {
 /// The adapter, as `pando`, with [`CONFIG`]. Also starts counting audit
 /// events ([`requests`]).
 pub async fn load() -> (Adapter, Host) {
-    install_audit_counter();
-    let host = Host::builder()
-        .cache_dir(components::repo_root().join("target/test-compile-cache"))
-        .build()
-        .expect("host builds");
-    let client = cluster::client(Identity::Pando)
-        .await
-        .expect("a client for the pando identity");
-    let adapter = host
-        .load_file(
-            &component(),
-            LoadOptions {
-                grants: grants(),
-                config: CONFIG.into(),
-                kubernetes: Some(client),
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("the Kubernetes adapter loads");
-    (adapter, host)
+    load_with(CONFIG).await
 }
 
 /// The adapter, as `pando`, with `config` rather than [`CONFIG`]: e.g. a
@@ -73,26 +53,7 @@ pub async fn load() -> (Adapter, Host) {
 /// nodes other tests do not use. Also starts counting audit events.
 pub async fn load_with(config: &str) -> (Adapter, Host) {
     install_audit_counter();
-    let host = Host::builder()
-        .cache_dir(components::repo_root().join("target/test-compile-cache"))
-        .build()
-        .expect("host builds");
-    let client = cluster::client(Identity::Pando)
-        .await
-        .expect("a client for the pando identity");
-    let adapter = host
-        .load_file(
-            &component(),
-            LoadOptions {
-                grants: grants(),
-                config: config.into(),
-                kubernetes: Some(client),
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("the Kubernetes adapter loads");
-    (adapter, host)
+    crate::probe::load_as_pando(&component(), grants(), config).await
 }
 
 /// All audit events since `mark`, whatever namespace they name (for calls

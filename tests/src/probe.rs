@@ -48,12 +48,23 @@ kubernetes:
 /// The compile cache the probe's tests share: the probe is compiled once
 /// per test run, not once per test. (The cache's own tests use fresh
 /// directories.)
-fn shared_cache() -> std::path::PathBuf {
+pub fn shared_cache() -> std::path::PathBuf {
     components::repo_root().join("target/test-compile-cache")
 }
 
 /// The probe, loaded with `grants` and a client acting as `pando`.
 pub async fn load(grants: &str) -> (Adapter, Host) {
+    let grants = Grants::from_text("test grants", grants).expect("test grants parse");
+    load_as_pando(&components::kube_probe(), grants, "{}").await
+}
+
+/// A component loaded in a host sharing the tests' compile cache, reaching
+/// the test cluster as the restricted `pando` identity within `grants`.
+pub async fn load_as_pando(
+    component: &std::path::Path,
+    grants: Grants,
+    config: &str,
+) -> (Adapter, Host) {
     let host = Host::builder()
         .cache_dir(shared_cache())
         .build()
@@ -61,18 +72,18 @@ pub async fn load(grants: &str) -> (Adapter, Host) {
     let client = cluster::client(Identity::Pando)
         .await
         .expect("a client for the pando identity");
-    let grants = Grants::from_text("test grants", grants).expect("test grants parse");
     let adapter = host
         .load_file(
-            &components::kube_probe(),
+            component,
             LoadOptions {
                 grants,
+                config: config.into(),
                 kubernetes: Some(client),
                 ..LoadOptions::default()
             },
         )
         .await
-        .expect("the probe loads");
+        .unwrap_or_else(|e| panic!("{} loads: {e}", component.display()));
     (adapter, host)
 }
 
