@@ -11,12 +11,11 @@ use pando_adapter_sdk::kube::k8s_openapi::api::apps::v1::Deployment;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Namespace, Service};
 use pando_adapter_sdk::kube::k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use pando_adapter_sdk::types::{EdgePlan, Error, Resources};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::config::{Config, EdgeServiceType};
 use crate::names;
-use crate::objects::{HASH_ANNOTATION, MANAGED_BY, MANAGER, hash};
+use crate::objects::{MANAGED_BY, MANAGER, typed, with_hash};
 
 /// Label naming the edge a Deployment, its pods, its budget and its
 /// Service belong to.
@@ -72,17 +71,6 @@ pub fn replicas(config: &Config, plan: &EdgePlan) -> u32 {
     plan.replicas
         .unwrap_or(config.edge_replicas)
         .max(MIN_REPLICAS)
-}
-
-fn with_hash(mut object: Value) -> Value {
-    let h = hash(&object);
-    object["metadata"]["annotations"][HASH_ANNOTATION] = Value::String(h);
-    object
-}
-
-fn typed<K: DeserializeOwned>(object: Value) -> Result<K, Error> {
-    serde_json::from_value(object)
-        .map_err(|e| Error::Internal(format!("building a Kubernetes object of the edge: {e}")))
 }
 
 /// The edge namespace, labelled as Pando's (it holds every edge, so it

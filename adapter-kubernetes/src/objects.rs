@@ -75,14 +75,14 @@ pub fn hash(value: &Value) -> String {
 }
 
 /// Puts the hash of `object` (as it is now) into its annotations.
-fn with_hash(mut object: Value) -> Value {
+pub(crate) fn with_hash(mut object: Value) -> Value {
     let h = hash(&object);
     object["metadata"]["annotations"][HASH_ANNOTATION] = Value::String(h);
     object
 }
 
 /// Decodes a built object into its typed form.
-fn typed<K: DeserializeOwned>(object: Value) -> Result<K, Error> {
+pub(crate) fn typed<K: DeserializeOwned>(object: Value) -> Result<K, Error> {
     serde_json::from_value(object)
         .map_err(|e| Error::Internal(format!("building a Kubernetes object: {e}")))
 }

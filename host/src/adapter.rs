@@ -70,6 +70,15 @@ impl std::fmt::Debug for Adapter {
     }
 }
 
+/// Where a call's instance comes from.
+#[derive(Clone, Copy)]
+enum Instances {
+    /// The pool of configured instances.
+    Pooled,
+    /// A fresh instance from the long-running budget (watch, exec).
+    Dedicated,
+}
+
 /// Whether a call's instance may serve again afterwards.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum After {
@@ -143,24 +152,15 @@ impl Adapter {
         after: After,
         f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
     ) -> Result<R, CallError> {
-        let span = tracing::info_span!(
-            "adapter_call",
-            adapter = %self.inner.identity.name,
-            method,
-            outcome = tracing::field::Empty,
-            duration_us = tracing::field::Empty,
-        );
+        let span = self.span(method);
         async move {
             let started = Instant::now();
             let default = self.inner.limits.default_timeout;
             let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
             let cancel = ctx.cancel_token();
             let result = async {
-                self.inner.breaker.admit(&self.inner.identity.name)?;
                 let mut lease = self
-                    .inner
-                    .pool
-                    .lease(method, deadline, timeout, cancel)
+                    .lease(method, Instances::Pooled, deadline, timeout, cancel)
                     .await?;
                 if after == After::Discard {
                     lease.discard_after();
@@ -503,16 +503,12 @@ impl Adapter {
         let default = self.inner.limits.default_timeout;
         let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
         let cancel = ctx.cancel_token();
-        let span = tracing::info_span!("adapter_call", adapter = %self.inner.identity.name, method,
-            outcome = tracing::field::Empty, duration_us = tracing::field::Empty);
+        let span = self.span(method);
         async move {
             let started = Instant::now();
             let result = async {
-                self.inner.breaker.admit(&self.inner.identity.name)?;
                 let mut lease = self
-                    .inner
-                    .pool
-                    .lease_dedicated(method, deadline, timeout, cancel)
+                    .lease(method, Instances::Dedicated, deadline, timeout, cancel)
                     .await?;
                 let sink = BundleSink {
                     tx: events,
@@ -551,16 +547,12 @@ impl Adapter {
         let default = self.inner.limits.default_timeout;
         let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
         let cancel = ctx.cancel_token();
-        let span = tracing::info_span!("adapter_call", adapter = %self.inner.identity.name, method,
-            outcome = tracing::field::Empty, duration_us = tracing::field::Empty);
+        let span = self.span(method);
         async move {
             let started = Instant::now();
             let result = async {
-                self.inner.breaker.admit(&self.inner.identity.name)?;
                 let mut lease = self
-                    .inner
-                    .pool
-                    .lease_dedicated(method, deadline, timeout, cancel)
+                    .lease(method, Instances::Dedicated, deadline, timeout, cancel)
                     .await?;
                 let session = runner::run(
                     lease.instance(),
@@ -583,6 +575,37 @@ impl Adapter {
         }
         .instrument(span)
         .await
+    }
+
+    /// The span every call runs in.
+    fn span(&self, method: &'static str) -> tracing::Span {
+        tracing::info_span!(
+            "adapter_call",
+            adapter = %self.inner.identity.name,
+            method,
+            outcome = tracing::field::Empty,
+            duration_us = tracing::field::Empty,
+        )
+    }
+
+    /// An instance for one call, unless the adapter is quarantined.
+    async fn lease(
+        &self,
+        method: &'static str,
+        from: Instances,
+        deadline: Option<Instant>,
+        timeout: Option<std::time::Duration>,
+        cancel: &crate::CancellationToken,
+    ) -> Result<Lease, CallError> {
+        self.inner.breaker.admit(&self.inner.identity.name)?;
+        let pool = &self.inner.pool;
+        match from {
+            Instances::Pooled => pool.lease(method, deadline, timeout, cancel).await,
+            Instances::Dedicated => {
+                pool.lease_dedicated(method, deadline, timeout, cancel)
+                    .await
+            }
+        }
     }
 
     /// Records a call's outcome in its span and in the fault record.
