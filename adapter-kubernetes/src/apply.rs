@@ -8,10 +8,11 @@
 //! nothing but Apply starts a workload again).
 //!
 //! Requests for a satisfied plan of N workloads and V volumes: the
-//! namespace (1 GET), the policy (1 GET), the claims (1 LIST, plus 1 GET of
-//! the PV per bound claim), the Services (1 LIST), the pods (1 LIST), and,
-//! with credentials, the pull Secret (1 PUT): 5 + V reads, 0 or 1 write,
-//! whatever N.
+//! namespace (1 GET), Pando's RoleBinding (1 GET), the policies (1 LIST),
+//! the claims (1 LIST, plus 1 GET of the PV per bound claim), the Services
+//! (1 LIST), the pods (1 LIST), and, with credentials, the pull Secret
+//! (1 PUT): 6 + V reads, 0 or 1 write, whatever N. An egress gateway
+//! adds nothing: its pod, Service and policy are in those lists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -23,7 +24,7 @@ use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams, PostParams};
 use pando_adapter_sdk::types::{BundleHandle, BundlePlan, Error};
 
 use crate::config::Config;
-use crate::{names, objects, volumes};
+use crate::{egress, helper, names, objects, rbac, volumes};
 
 /// How long Apply waits for a replaced pod to be gone before creating its
 /// successor under the same name.
@@ -34,10 +35,15 @@ pub fn apply(config: &Config, plan: &BundlePlan) -> Result<BundleHandle, Error> 
     let ns = names::app_namespace(&plan.id)?;
     // Build everything before writing anything: a plan refused (an unknown
     // volume, a DNS-name egress rule, R-186) leaves the cluster as it was.
-    let policy = objects::network_policy(config, plan)?;
+    let mut policies = BTreeMap::new();
+    policies.insert(
+        objects::POLICY_NAME.to_owned(),
+        objects::network_policy(config, plan)?,
+    );
     let mut services = BTreeMap::new();
     let mut pods = BTreeMap::new();
     for w in &plan.workloads {
+        egress::check_workload_name(&w.name)?;
         services.insert(w.name.clone(), objects::service(&plan.id, w)?);
         pods.insert(w.name.clone(), objects::pod(config, plan, w)?);
     }
@@ -47,9 +53,18 @@ pub fn apply(config: &Config, plan: &BundlePlan) -> Result<BundleHandle, Error> 
             plan.id
         )));
     }
+    // names in the egress rules are enforced by a gateway of the
+    // app's own, which only it may leave the cluster through.
+    if let Some(gw) = egress::egress(config, &plan.id, &plan.network)?.gateway {
+        let name = egress::GATEWAY_NAME.to_owned();
+        policies.insert(name.clone(), egress::gateway_policy(config, &plan.id, &gw)?);
+        services.insert(name.clone(), egress::gateway_service(&plan.id)?);
+        pods.insert(name, egress::gateway_pod(config, &plan.id, &gw)?);
+    }
 
     volumes::ensure_namespace(&ns, &plan.id)?;
-    ensure_policy(&ns, policy)?;
+    rbac::ensure_role_binding(config, &ns, &plan.id)?;
+    ensure_policies(&ns, policies)?;
     ensure_pull_secret(&ns, plan)?;
     volumes::ensure_claims(config, &ns, plan)?;
     ensure_services(&ns, services)?;
@@ -60,24 +75,34 @@ pub fn apply(config: &Config, plan: &BundlePlan) -> Result<BundleHandle, Error> 
     })
 }
 
-/// Creates the default-deny policy, or replaces it when its hash differs.
-fn ensure_policy(ns: &str, desired: NetworkPolicy) -> Result<(), Error> {
+/// Creates or replaces each policy whose hash differs, and deletes the
+/// adapter's policies the plan no longer needs (a gateway's, once its
+/// names are gone): 1 LIST when all are as wanted.
+fn ensure_policies(ns: &str, mut desired: BTreeMap<String, NetworkPolicy>) -> Result<(), Error> {
     let api = Api::<NetworkPolicy>::namespaced(ns);
-    let ctx = |e| Error::from(e).context(&format!("the NetworkPolicy of namespace `{ns}`"));
-    match api.get_opt(objects::POLICY_NAME).map_err(ctx)? {
-        None => {
-            api.create(&post(), &desired).map_err(ctx)?;
+    let ctx = |e| Error::from(e).context(&format!("the NetworkPolicies of namespace `{ns}`"));
+    let existing = api
+        .list(&ListParams::default().labels(&objects::managed_selector()))
+        .map_err(ctx)?;
+    for policy in existing.items {
+        let name = policy.metadata.name.clone().unwrap_or_default();
+        match desired.remove(&name) {
+            None => {
+                api.delete_opt(&name, &DeleteParams::background())
+                    .map_err(ctx)?;
+            }
+            Some(mut want)
+                if objects::stored_hash(&policy.metadata)
+                    != objects::stored_hash(&want.metadata) =>
+            {
+                want.metadata.resource_version = policy.metadata.resource_version;
+                api.replace(&name, &post(), &want).map_err(ctx)?;
+            }
+            Some(_) => {}
         }
-        Some(existing)
-            if objects::stored_hash(&existing.metadata)
-                != objects::stored_hash(&desired.metadata) =>
-        {
-            let mut desired = desired;
-            desired.metadata.resource_version = existing.metadata.resource_version;
-            api.replace(objects::POLICY_NAME, &post(), &desired)
-                .map_err(ctx)?;
-        }
-        Some(_) => {}
+    }
+    for policy in desired.values() {
+        api.create(&post(), policy).map_err(ctx)?;
     }
     Ok(())
 }
@@ -154,8 +179,11 @@ pub fn has_exited(pod: &Pod) -> bool {
 fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error> {
     let api = Api::<Pod>::namespaced(ns);
     let ctx = |e| Error::from(e).context(&format!("the pods of namespace `{ns}`"));
+    // Helper pods (snapshots, restores) are the adapter's but no part of
+    // the plan: an apply running beside a snapshot leaves them be.
+    let selector = format!("{},!{}", objects::managed_selector(), helper::HELPER_LABEL);
     let existing = api
-        .list(&ListParams::default().labels(&objects::managed_selector()))
+        .list(&ListParams::default().labels(&selector))
         .map_err(ctx)?;
     let mut replaced = BTreeSet::new();
     for pod in existing.items {
@@ -194,7 +222,7 @@ fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error
 }
 
 /// Waits until the pod `name` is gone, so its successor can take the name.
-fn wait_gone(api: &Api<Pod>, name: &str) -> Result<(), Error> {
+pub(crate) fn wait_gone(api: &Api<Pod>, name: &str) -> Result<(), Error> {
     let step = Duration::from_millis(250);
     let mut waited = Duration::ZERO;
     while api.get_opt(name).map_err(Error::from)?.is_some() {

@@ -79,7 +79,7 @@ pub fn run(
     let mut session = open(workload, &request.command, false, false)?;
     let out = ExecSession::stdout(&mut session);
     let err = ExecSession::stderr(&mut session);
-    let stderr = pump(out.as_ref(), err.as_ref(), stdout)?;
+    let stderr = pump(out.as_ref(), err.as_ref(), Some(stdout))?;
     // The streams go before waiting: the session's status comes after them.
     drop((out, err));
     let code = ExecSession::wait(&mut session)?;
@@ -92,14 +92,15 @@ pub fn run(
     ))
 }
 
-/// Moves stdout into `dest` and keeps stderr's tail, both as they come, so
-/// a command that writes much to one is never stalled by the other unread
-/// (the host's buffers are bounded). stdout moves with `splice`: its bytes
-/// stay in the host. The stderr tail.
-fn pump(
+/// Moves stdout into `dest` (or drops it, without one) and keeps stderr's
+/// tail, both as they come, so a command that writes much to one is never
+/// stalled by the other unread (the host's buffers are bounded). stdout
+/// moves with `splice`: its bytes stay in the host. Returns the stderr
+/// tail.
+pub(crate) fn pump(
     out: Option<&InputStream>,
     err: Option<&InputStream>,
-    dest: &OutputStream,
+    dest: Option<&OutputStream>,
 ) -> Result<Vec<u8>, Error> {
     let (mut out, mut err) = (out, err);
     let mut tail = Vec::new();
@@ -119,7 +120,11 @@ fn pump(
         if let Some(src) = out
             && ready.contains(&0)
         {
-            match dest.blocking_splice(src, CHUNK) {
+            let moved = match dest {
+                Some(dest) => dest.blocking_splice(src, CHUNK),
+                None => src.skip(CHUNK),
+            };
+            match moved {
                 Ok(_) => {}
                 // The command's stdout ended, or the caller stopped
                 // reading: either way nothing more goes there.
@@ -147,6 +152,9 @@ fn pump(
             }
         }
     }
+    let Some(dest) = dest else {
+        return Ok(tail);
+    };
     match dest.blocking_flush() {
         Ok(()) | Err(StreamError::Closed) => Ok(tail),
         Err(StreamError::LastOperationFailed(e)) => Err(error::unavailable(format!(

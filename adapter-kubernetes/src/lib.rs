@@ -35,27 +35,35 @@
 //! - [`exec`]: `exec` and `run`;
 //! - [`capacity`]: `capacity` and `largest-fit-for`, pure
 //!   arithmetic over one node list and one pod list;
-//! - [`watch`]: `watch-bundles` (O-52, R-148), one cluster-wide pod watch.
+//! - [`watch`]: `watch-bundles` (O-52, R-148), one cluster-wide pod watch;
+//! - [`rbac`]: Pando's RoleBinding to `app_role` in each app namespace;
+//! - [`egress`]: egress rules as policy entries, and the egress gateway for
+//!   host names;
+//! - [`helper`]: helper pods (`helper_image`) the adapter execs into;
+//! - [`snapshot`]: `snapshot-volume` and `restore-volume`;
+//! - [`trial`]: `trial`, with an observer container;
+//! - [`canary`]: the NetworkPolicy canary of `health-check` (O-43).
 //!
 //! # Methods
-//!
-//! Implemented now:
 //!
 //! | Method | |
 //! |---|---|
 //! | `info` | kind `kubernetes`, category cluster, the schema |
 //! | `configure` | [`Config::parse`] |
-//! | `capabilities` | R-254; reads the configured RuntimeClass for the isolation class (R-114, R-115) |
-//! | `health-check` | O-43 in part: the API answers, the RuntimeClass exists. The NetworkPolicy canary comes with a later issue |
+//! | `capabilities` | R-254; reads the configured RuntimeClass for the isolation class; `egress-restriction` only with `egress_gateway_image`; `write-observation` and `image-import` false |
+//! | `health-check` | O-43: the API answers, the RuntimeClass exists, and the NetworkPolicy canary says policies are enforced |
 //! | `upstream` | R-023, computed |
 //! | `has-image` | always true: images stay in their registry |
 //! | `import-image` | `unsupported`: every node pulls from a registry |
-//! | `apply` | namespace, default-deny policy (R-023, R-025; open, none, or CIDR-restricted egress; DNS names `unsupported` until the egress gateway, R-186), headless Services, bare pods, claims retained once bound, the pull Secret rewritten each call (O-41); deletes workloads the plan no longer has |
+//! | `apply` | namespace, Pando's RoleBinding, default-deny policy (R-023, R-025; open, none, or restricted egress, host names through an egress gateway, R-187), headless Services, bare pods, claims retained once bound, the pull Secret rewritten each call (O-41); deletes workloads the plan no longer has |
 //! | `observe` | phases, digest, exit code and reason, times, claims; 4 requests whatever the number of workloads |
 //! | `stop` | running and pending pods go; finished ones, Services, claims stay (R-150) |
-//! | `destroy` | R-204: keeps the namespace, claims and policy by default; else each volume as `destroy-volume`, then the namespace |
+//! | `destroy` | R-204: keeps the namespace, claims, policy and role binding by default; else each volume as `destroy-volume`, then the namespace |
 //! | `usage`, `in-use` | from the pods' requests and the claims (no metrics API: `used` is none) |
 //! | `create-volume`, `destroy-volume` | a claim in the app's namespace; its volume's reclaim policy back to `Delete` before the claim goes |
+//! | `snapshot-volume` | a tar stream from a helper pod with the claim mounted read-only |
+//! | `restore-volume` | R-206: in place, by the app's identity; unpacked beside the old contents and swapped only when whole; refused while a workload mounts the claim |
+//! | `trial` | R-097, R-187: a namespace of its own that denies every connection in, the app's egress rules, an observer container reading `/proc/net`; removed on every path |
 //! | `apply-edge` | R-174: in `edge_namespace`, a Deployment of at least two replicas spread by a soft anti-affinity, a PodDisruptionBudget (`minAvailable: 1`), the one LoadBalancer or NodePort Service; idempotent by hash (O-41) |
 //! | `observe-edge` | serving when a replica is ready and the Service has an address; why not, in words; a warning when ready replicas share a node |
 //! | `remove-edge` | the edge's Deployment, budget and Service; the namespace with the last edge |
@@ -67,24 +75,20 @@
 //! | `largest-fit-for` | R-242: as `largest_fit`, the app's own pods added back; 2 requests |
 //! | `watch-bundles` | O-52, R-148: list, `watching`, one cluster-wide pod watch from the list's version, reopened after the server closes it; `expired` on 410 |
 //!
-//! Not yet: the RoleBinding of `app_role` in each app namespace (the
-//! reference binds Pando's ServiceAccount there), and deleting a pull Secret
-//! a plan no longer needs (it stays, unused, until `destroy`).
-//!
-//! Later issues implement, and until then the SDK's default answers
-//! `unsupported`: `snapshot-volume`, `restore-volume`, `trial`.
-//! `capabilities` reports only what this build implements: of its
-//! flags, `edge`, `exec`, `run`, `logs` and the isolation class; the others
-//! stay false.
+//! Not done: deleting a pull Secret a plan no longer needs (it stays,
+//! unused, until `destroy`).
 #![warn(missing_docs)]
 
 pub mod apply;
+pub mod canary;
 pub mod capacity;
 mod cidr;
 pub mod config;
 pub mod edge;
 pub mod edge_objects;
+pub mod egress;
 pub mod exec;
+pub mod helper;
 pub mod isolation;
 pub mod lifecycle;
 pub mod logs;
@@ -93,7 +97,10 @@ pub mod objects;
 pub mod observe;
 pub mod pods;
 pub mod quantity;
+pub mod rbac;
 pub mod schema;
+pub mod snapshot;
+pub mod trial;
 pub mod volumes;
 pub mod watch;
 
@@ -168,10 +175,8 @@ impl Adapter for KubernetesAdapter {
         Ok(KubernetesAdapter::new(Config::parse(config)?))
     }
 
-    /// What this adapter can do: true only for what this build
-    /// implements, so core never offers a call that answers `unsupported`.
-    /// The rest turn true as they land (the reference adapter supports
-    /// exec, run, logs, trial, volume snapshots and the edge).
+    /// What this adapter can do: true only for what works, so core
+    /// never offers a call that answers `unsupported`.
     ///
     /// The isolation class is the configured RuntimeClass's (R-114,
     /// `sandboxed` for a gVisor or Kata handler, read from the
@@ -186,26 +191,25 @@ impl Adapter for KubernetesAdapter {
             exec: true,
             run: true,
             logs: true,
-            trial: false,
+            // an observer container reads the sockets ([`trial`]).
+            trial: true,
             // Nothing like a container diff exists in the API.
             write_observation: false,
-            // only with a gateway image to run, and only
-            // once apply enforces it.
-            egress_restriction: false,
+            // only with a gateway image to run (R-187, [`egress`]).
+            egress_restriction: self.config.egress_gateway_image.is_some(),
             // Every node pulls from a registry.
             image_import: false,
-            volume_snapshot: false,
+            // A helper pod with the claim mounted ([`snapshot`]).
+            volume_snapshot: true,
             // the edge methods are implemented ([`edge`]).
             edge: true,
         })
     }
 
-    /// Whether the cluster can be used (O-43), in part: the API answers
-    /// (`GET /readyz`), and the configured RuntimeClass exists.
-    ///
-    /// Not yet: that the network plugin enforces NetworkPolicy, which every
-    /// isolation guarantee here rests on. The reference checks it with a
-    /// canary pod (`helper_image`); a later issue brings it.
+    /// Whether the cluster can be used (O-43): the API answers (`GET
+    /// /readyz`), the configured RuntimeClass exists, and the network
+    /// plugin enforces NetworkPolicy, which every isolation guarantee here
+    /// rests on ([`canary`]).
     fn health_check(&self) -> Result<(), Error> {
         let response = kubernetes::send(&Request {
             method: Method::Get,
@@ -222,8 +226,7 @@ impl Adapter for KubernetesAdapter {
             )));
         }
         self.runtime_class()?;
-        // TODO(O-43): the NetworkPolicy canary, with a later issue.
-        Ok(())
+        canary::check(&self.config)
     }
 
     /// Where the proxy reaches a workload's port: its Service's
@@ -276,6 +279,31 @@ impl Adapter for KubernetesAdapter {
     /// The claim, its volume's reclaim policy set back to `Delete` first.
     fn destroy_volume(&self, volume: VolumeHandle) -> Result<(), Error> {
         volumes::destroy_volume(&volume)
+    }
+
+    /// The volume's contents as a tar stream, from a helper pod with the
+    /// claim mounted read-only ([`snapshot`]).
+    fn snapshot_volume(
+        &self,
+        volume: VolumeHandle,
+        into: pando_adapter_sdk::types::OutputStream,
+    ) -> Result<(), Error> {
+        snapshot::snapshot_volume(&self.config, &volume, &into)
+    }
+
+    /// Replaces the volume's contents with a snapshot, in place only
+    /// losing nothing on a bad stream ([`snapshot`]).
+    fn restore_volume(&self, volume: VolumeHandle, from: InputStream) -> Result<(), Error> {
+        snapshot::restore_volume(&self.config, &volume, &from)
+    }
+
+    /// The workload once, in a namespace of its own, watched (R-097,
+    /// R-187) ([`trial`]).
+    fn trial(
+        &self,
+        request: pando_adapter_sdk::types::TrialRequest,
+    ) -> Result<pando_adapter_sdk::types::TrialResult, Error> {
+        trial::trial(&self.config, &request)
     }
 
     /// Creates or updates the edge (R-174, [`edge::apply_edge`]).
@@ -435,8 +463,8 @@ mod tests {
         assert_eq!(caps.isolation, IsolationClass::SharedKernel);
         // Only what this build implements is declared.
         assert!(caps.exec && caps.run && caps.logs);
-        assert!(!caps.trial);
-        assert!(!caps.volume_snapshot);
+        assert!(caps.trial, "R-097");
+        assert!(caps.volume_snapshot);
         assert!(caps.edge, "R-174: the edge is implemented");
         assert!(!caps.write_observation && !caps.image_import);
         assert!(
@@ -446,8 +474,8 @@ mod tests {
         config.egress_gateway_image = Some("registry.example.com/pando:1".into());
         let caps = KubernetesAdapter::new(config).capabilities().unwrap();
         assert!(
-            !caps.egress_restriction,
-            "R-186: not until apply runs the gateway"
+            caps.egress_restriction,
+            "R-187: with a gateway image, egress is restricted through it"
         );
     }
 

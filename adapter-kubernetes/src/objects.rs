@@ -15,13 +15,12 @@ use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
     Namespace, PersistentVolumeClaim, Pod, Secret, Service,
 };
 use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
-use pando_adapter_sdk::types::{
-    BundlePlan, EgressPolicy, Error, Protocol, RegistryCredential, WorkloadSpec,
-};
+use pando_adapter_sdk::types::{BundlePlan, Error, Protocol, RegistryCredential, WorkloadSpec};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::config::{Cidr, Config};
+use crate::config::Config;
+use crate::egress;
 
 /// Label on everything the adapter makes.
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
@@ -107,80 +106,47 @@ pub fn namespace(namespace: &str, id: &str) -> Result<Namespace, Error> {
 }
 
 /// The default-deny policy (R-023, R-025): in, only Pando's server pods and
-/// the app's own; out, cluster DNS, the app, and what the plan's egress
-/// allows. A DNS-name destination needs the egress gateway (R-186, R-187),
-/// which this build does not run: `unsupported`.
+/// the app's own; out, cluster DNS, the app (its egress gateway included),
+/// and what the plan's egress allows by address ([`egress`]).
 pub fn network_policy(config: &Config, plan: &BundlePlan) -> Result<NetworkPolicy, Error> {
-    let own = json!({ "podSelector": {} });
     let pando = json!({
         "namespaceSelector": { "matchLabels": {
             "kubernetes.io/metadata.name": config.pando_namespace } },
         "podSelector": { "matchLabels": { PANDO_SERVER_LABEL.0: PANDO_SERVER_LABEL.1 } },
     });
+    let egress = egress::egress(config, &plan.id, &plan.network)?;
+    policy(
+        &plan.id,
+        POLICY_NAME,
+        vec![json!({ "from": [json!({ "podSelector": {} }), pando] })],
+        egress.rules,
+    )
+}
+
+/// A policy over every pod of a namespace: `ingress` as given (empty denies
+/// every connection in), egress to cluster DNS, the namespace itself, and
+/// `egress`.
+pub fn policy(
+    id: &str,
+    name: &str,
+    ingress: Vec<Value>,
+    egress: Vec<Value>,
+) -> Result<NetworkPolicy, Error> {
     let dns = json!({
         "to": [{ "namespaceSelector": { "matchLabels": {
             "kubernetes.io/metadata.name": "kube-system" } } }],
         "ports": [{ "protocol": "UDP", "port": 53 }, { "protocol": "TCP", "port": 53 }],
     });
-    let mut egress = vec![dns, json!({ "to": [own.clone()] })];
-    match &plan.network.egress {
-        EgressPolicy::None => {}
-        EgressPolicy::Open => {
-            let excluded: Vec<&Cidr> = [Some(&config.pod_cidr), Some(&config.service_cidr)]
-                .into_iter()
-                .chain([config.api_server_cidr.as_ref()])
-                .flatten()
-                .collect();
-            let block = |all: &str, v4: bool| {
-                let except: Vec<String> = excluded
-                    .iter()
-                    .filter(|c| c.address().is_ipv4() == v4)
-                    .map(|c| c.to_string())
-                    .collect();
-                if except.is_empty() {
-                    json!({ "ipBlock": { "cidr": all } })
-                } else {
-                    json!({ "ipBlock": { "cidr": all, "except": except } })
-                }
-            };
-            egress.push(json!({ "to": [block("0.0.0.0/0", true), block("::/0", false)] }));
-        }
-        EgressPolicy::Restricted(rules) => {
-            for rule in rules {
-                let cidr: Cidr = rule.destination.parse().map_err(|_| {
-                    Error::Unsupported(format!(
-                        "egress destination `{}` of app `{}` is a DNS name: restricting egress \
-                         to names needs the egress gateway (R-186, R-187), which this build of \
-                         the Kubernetes adapter does not run yet; use a CIDR, or open egress",
-                        rule.destination, plan.id
-                    ))
-                })?;
-                let ports: Vec<Value> = rule
-                    .ports
-                    .iter()
-                    .flat_map(|p| {
-                        [
-                            json!({ "protocol": "TCP", "port": p }),
-                            json!({ "protocol": "UDP", "port": p }),
-                        ]
-                    })
-                    .collect();
-                let mut entry = json!({ "to": [{ "ipBlock": { "cidr": cidr.to_string() } }] });
-                if !ports.is_empty() {
-                    entry["ports"] = Value::Array(ports);
-                }
-                egress.push(entry);
-            }
-        }
-    }
+    let own = json!({ "to": [{ "podSelector": {} }] });
+    let egress: Vec<Value> = [dns, own].into_iter().chain(egress).collect();
     typed(with_hash(json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": { "name": POLICY_NAME, "labels": app_labels(&plan.id) },
+        "metadata": { "name": name, "labels": app_labels(id) },
         "spec": {
             "podSelector": {},
             "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{ "from": [own, pando] }],
+            "ingress": ingress,
             "egress": egress,
         },
     })))
@@ -273,6 +239,17 @@ fn resources(cpu_millis: u64, memory_bytes: u64) -> Value {
 /// A workload's bare pod (R-151): `restartPolicy: Never`, no owner, no
 /// service-account token, no host ports or host network (R-026).
 pub fn pod(config: &Config, plan: &BundlePlan, w: &WorkloadSpec) -> Result<Pod, Error> {
+    pod_in(config, plan, w, &crate::names::app_namespace(&plan.id)?)
+}
+
+/// [`pod`], for namespace `ns` (a trial's is not the app's): the egress
+/// gateway the proxy variables name is that namespace's.
+pub fn pod_in(
+    config: &Config,
+    plan: &BundlePlan,
+    w: &WorkloadSpec,
+    ns: &str,
+) -> Result<Pod, Error> {
     let name = crate::names::service_name(&w.name)?;
     let volumes: BTreeSet<&str> = plan.volumes.iter().map(|v| v.name.as_str()).collect();
     let mut mounts = Vec::new();
@@ -296,10 +273,21 @@ pub fn pod(config: &Config, plan: &BundlePlan, w: &WorkloadSpec) -> Result<Pod, 
     if let Some(l) = &r.limits {
         res["limits"] = resources(l.cpu_millis, l.memory_bytes);
     }
+    // The gateway's variables first: a plan that sets its own wins, and
+    // still reaches nothing its policy does not allow.
+    let mut env = match egress::egress(config, &plan.id, &plan.network)?.gateway {
+        Some(_) => egress::proxy_env(config, ns),
+        None => Vec::new(),
+    };
+    env.extend(
+        w.env
+            .iter()
+            .map(|e| json!({ "name": e.name, "value": e.value })),
+    );
     let mut container = json!({
         "name": CONTAINER_NAME,
         "image": image_ref(w),
-        "env": w.env.iter().map(|e| json!({ "name": e.name, "value": e.value })).collect::<Vec<_>>(),
+        "env": env,
         "ports": w.ports.iter().map(|p| json!({ "containerPort": p.port, "protocol": protocol(p.protocol) })).collect::<Vec<_>>(),
         "resources": res,
         "volumeMounts": mounts,
@@ -376,7 +364,7 @@ pub fn claim(
 mod tests {
     use super::*;
     use pando_adapter_sdk::types::{
-        EgressRule, NetworkRules, Port, ResourceRequirements, Resources,
+        EgressPolicy, EgressRule, NetworkRules, Port, ResourceRequirements, Resources,
     };
 
     fn config() -> Config {
@@ -445,7 +433,7 @@ mod tests {
     }
 
     #[test]
-    fn r186_a_dns_name_destination_is_unsupported() {
+    fn r186_a_dns_name_destination_is_unsupported_without_a_gateway() {
         let p = plan(EgressPolicy::Restricted(vec![EgressRule {
             destination: "api.example.com".into(),
             ports: vec![443],
@@ -453,6 +441,20 @@ mod tests {
         assert!(
             matches!(network_policy(&config(), &p), Err(Error::Unsupported(m)) if m.contains("gateway"))
         );
+    }
+
+    #[test]
+    fn r187_with_a_gateway_the_pods_are_sent_through_it() {
+        let p = plan(EgressPolicy::Restricted(vec![EgressRule {
+            destination: "api.example.com".into(),
+            ports: vec![443],
+        }]));
+        let mut c = config();
+        c.egress_gateway_image = Some("registry.example.com/pando:1".into());
+        network_policy(&c, &p).unwrap();
+        let pod = pod(&c, &p, &p.workloads[0]).unwrap();
+        let env = pod.spec.unwrap().containers[0].env.clone().unwrap();
+        assert!(env.iter().any(|e| e.name == "HTTPS_PROXY"));
     }
 
     #[test]

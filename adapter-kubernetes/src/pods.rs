@@ -84,6 +84,26 @@ pub fn running(workload: &WorkloadRef) -> Result<(String, String), Error> {
         })
 }
 
+/// Why container `container` of `pod` waits (`: ErrImagePull …`), for an
+/// error message; empty when it does not.
+pub fn waiting_reason(pod: &Pod, container: &str) -> String {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == container))
+        .and_then(|c| c.state.as_ref()?.waiting.as_ref())
+        .map(|w| {
+            format!(
+                ": {} {}",
+                w.reason.as_deref().unwrap_or("waiting"),
+                w.message.as_deref().unwrap_or("")
+            )
+            .trim_end()
+            .to_owned()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -154,6 +154,69 @@ pub fn with_volume(mut p: BundlePlan, volume: &str) -> BundlePlan {
     p
 }
 
+/// Creates (as admin) a 1 GiB `hostPath` PersistentVolume bound ahead to
+/// claim `claim` of namespace `ns`, so the claim binds on a cluster without
+/// a provisioner; its name. Delete it with [`delete_pv`].
+pub async fn bound_pv(ns: &str, claim: &str) -> String {
+    use k8s_openapi::api::core::v1::{
+        HostPathVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeSpec,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    let name = format!("pv-{ns}-{claim}");
+    let pv = PersistentVolume {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.clone()),
+            ..Default::default()
+        },
+        spec: Some(PersistentVolumeSpec {
+            capacity: Some([("storage".to_string(), Quantity("1Gi".into()))].into()),
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            persistent_volume_reclaim_policy: Some("Delete".into()),
+            host_path: Some(HostPathVolumeSource {
+                path: "/tmp/pando-test-pv".into(),
+                type_: None,
+            }),
+            claim_ref: Some(ObjectReference {
+                namespace: Some(ns.into()),
+                name: Some(claim.into()),
+                ..ObjectReference::default()
+            }),
+            ..PersistentVolumeSpec::default()
+        }),
+        ..PersistentVolume::default()
+    };
+    Api::<PersistentVolume>::all(admin().await)
+        .create(&Default::default(), &pv)
+        .await
+        .expect("creating the PersistentVolume");
+    name
+}
+
+/// Deletes a PersistentVolume [`bound_pv`] made; gone already is fine.
+pub async fn delete_pv(name: &str) {
+    let pvs: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(admin().await);
+    let _ = pvs.delete(name, &DeleteParams::default()).await;
+}
+
+/// Waits until the adapter observes volume `volume` of app `id` ready.
+pub async fn wait_volume_ready(adapter: &Adapter, id: &str, volume: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let seen = adapter
+            .observe(&ctx(), &BundleRef { id: id.into() })
+            .await
+            .expect("observe");
+        if seen.volumes.iter().any(|v| v.name == volume && v.ready) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "volume {volume} of {id} did not bind: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
 /// Every object's `resourceVersion` in the namespace (and the namespace's),
 /// keyed by kind and name.
 pub async fn versions(client: &Client, ns: &str) -> BTreeMap<String, String> {

@@ -5,13 +5,12 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    HostPathVolumeSource, Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim,
-    PersistentVolumeSpec, Pod, Secret, Service,
+    Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service,
 };
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ListParams};
 use pando_host::types::{DestroyOptions, WorkloadPhase};
 use pando_tests::kubernetes_adapter::{
     self as ka, admin, audit_mark, cleanup, credentials, ctx, exit_pod, id, requests, uid,
@@ -461,47 +460,11 @@ async fn r204_a_bound_volume_is_retained() {
     let ns = format!("pando-{app}");
     let c = admin().await;
     let pvs = Api::<PersistentVolume>::all(c.clone());
-    let pv_name = format!("pv-{app}");
-    let pv = PersistentVolume {
-        metadata: ObjectMeta {
-            name: Some(pv_name.clone()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PersistentVolumeSpec {
-            capacity: Some([("storage".to_string(), Quantity("1Gi".into()))].into()),
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            persistent_volume_reclaim_policy: Some("Delete".into()),
-            host_path: Some(HostPathVolumeSource {
-                path: "/tmp/pando-test-pv".into(),
-                type_: None,
-            }),
-            claim_ref: Some(ObjectReference {
-                namespace: Some(ns.clone()),
-                name: Some("data".into()),
-                ..ObjectReference::default()
-            }),
-            ..PersistentVolumeSpec::default()
-        }),
-        ..PersistentVolume::default()
-    };
-    pvs.create(&PostParams::default(), &pv)
-        .await
-        .expect("the PV");
+    let pv_name = ka::bound_pv(&ns, "data").await;
 
     let p = with_volume(plan(&app, &["web"]), "data");
     a.apply(&ctx(), &p).await.expect("apply");
-    let deadline = tokio::time::Instant::now() + ka::WAIT;
-    loop {
-        let seen = a.observe(&ctx(), &bundle(&app)).await.expect("observe");
-        if seen.volumes.iter().any(|v| v.name == "data" && v.ready) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the claim binds: {seen:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
+    ka::wait_volume_ready(&a, &app, "data").await;
     a.apply(&ctx(), &p).await.expect("apply once bound");
     let policy = |pv: PersistentVolume| pv.spec.and_then(|s| s.persistent_volume_reclaim_policy);
     assert_eq!(
@@ -527,7 +490,7 @@ async fn r204_a_bound_volume_is_retained() {
         );
     }
     cleanup(&a, &app).await;
-    let _ = pvs.delete(&pv_name, &DeleteParams::default()).await;
+    ka::delete_pv(&pv_name).await;
 }
 
 #[tokio::test]

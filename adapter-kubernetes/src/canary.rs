@@ -1,0 +1,269 @@
+//! The NetworkPolicy canary of `health-check` (O-43): every isolation
+//! guarantee of this adapter rests on the network plugin enforcing
+//! NetworkPolicy, and a cluster whose plugin ignores policies accepts them
+//! without a word. So the adapter tries.
+//!
+//! In namespace [`NAMESPACE`], three pods of `helper_image` (a shell,
+//! `wget` and `httpd`, such as busybox): a server, whose policy admits only
+//! pods labelled `allowed`, and two clients, one labelled `allowed` and one
+//! `denied`. Each client fetches from the server by its pod address:
+//!
+//! | allowed | denied | verdict |
+//! |---|---|---|
+//! | reached | refused | enforced: healthy |
+//! | reached | reached | **not enforced**: unhealthy, nothing is isolated |
+//! | refused | any | cannot tell: the pod network itself does not work (or the image lacks `wget`/`httpd`): unhealthy |
+//!
+//! The pods stay between checks (a check is then 1 LIST and 2 execs); a
+//! pod that ended or differs is replaced. Remove the namespace to remove
+//! them.
+
+use std::time::Duration;
+
+use pando_adapter_sdk::error::ErrorExt;
+use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Namespace, Pod};
+use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
+use pando_adapter_sdk::kube::{Api, DeleteParams, ExecParams, ListParams};
+use pando_adapter_sdk::types::Error;
+use pando_adapter_sdk::{ExecSession, time};
+use serde_json::json;
+
+use crate::apply::post;
+use crate::config::Config;
+use crate::{exec, objects};
+
+/// The canary's namespace.
+pub const NAMESPACE: &str = "pando-canary";
+/// The label that says which part of the canary a pod is.
+pub const ROLE_LABEL: &str = "pando.dev/canary";
+/// The port the canary's server listens on.
+pub const PORT: u16 = 8080;
+/// How long a client waits for the server.
+const FETCH_TIMEOUT_S: u32 = 3;
+/// How long the pods may take to start.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What a canary run found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The allowed client reached the server and the denied one did not.
+    Enforced,
+    /// Both reached it: policies are accepted and ignored.
+    NotEnforced,
+    /// Not even the allowed client reached it.
+    NoNetwork,
+}
+
+/// The verdict of the two fetches (see the module doc).
+pub fn verdict(allowed_reached: bool, denied_reached: bool) -> Verdict {
+    match (allowed_reached, denied_reached) {
+        (true, false) => Verdict::Enforced,
+        (true, true) => Verdict::NotEnforced,
+        (false, _) => Verdict::NoNetwork,
+    }
+}
+
+/// Runs the canary: `Ok` when NetworkPolicy is enforced, `unavailable`
+/// saying what is wrong otherwise.
+pub fn check(config: &Config) -> Result<(), Error> {
+    let ip = ensure(config)?;
+    let allowed = fetch("allowed", &ip)?;
+    let denied = fetch("denied", &ip)?;
+    match verdict(allowed, denied) {
+        Verdict::Enforced => Ok(()),
+        Verdict::NotEnforced => Err(Error::Unavailable(format!(
+            "the cluster's network plugin does not enforce NetworkPolicy (O-43): a pod the \
+             canary's policy denies reached its server in namespace `{NAMESPACE}`, so no app \
+             would be isolated from another; install a network plugin that enforces \
+             NetworkPolicy (Calico, Cilium, …)"
+        ))),
+        Verdict::NoNetwork => Err(Error::Unavailable(format!(
+            "NetworkPolicy enforcement could not be checked (O-43): the canary's allowed client \
+             could not reach its server at {ip}:{PORT} in namespace `{NAMESPACE}`; the pod \
+             network does not work, or the helper image `{}` (configuration field \
+             `helper_image`) lacks `wget` or `httpd`",
+            config.helper_image
+        ))),
+    }
+}
+
+/// Makes what is missing of the canary and waits for its pods; the
+/// server's pod address.
+fn ensure(config: &Config) -> Result<String, Error> {
+    let ctx = |e| Error::from(e).context(&format!("the NetworkPolicy canary in `{NAMESPACE}`"));
+    let namespaces = Api::<Namespace>::all();
+    if namespaces.get_opt(NAMESPACE).map_err(ctx)?.is_none() {
+        let ns: Namespace = objects::typed(json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": { "name": NAMESPACE, "labels": { objects::MANAGED_BY: objects::MANAGER } },
+        }))?;
+        namespaces.create(&post(), &ns).map_err(ctx)?;
+        let policy: NetworkPolicy = objects::typed(json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": { "name": "pando-canary" },
+            "spec": {
+                "podSelector": { "matchLabels": { ROLE_LABEL: "server" } },
+                "policyTypes": ["Ingress"],
+                "ingress": [{ "from": [{ "podSelector": { "matchLabels": { ROLE_LABEL: "allowed" } } }] }],
+            },
+        }))?;
+        Api::<NetworkPolicy>::namespaced(NAMESPACE)
+            .create(&post(), &policy)
+            .map_err(ctx)?;
+    }
+    let api = Api::<Pod>::namespaced(NAMESPACE);
+    let existing = api
+        .list(&ListParams::default().labels(ROLE_LABEL))
+        .map_err(ctx)?;
+    for role in ["server", "allowed", "denied"] {
+        let want = pod(config, role)?;
+        let have = existing
+            .items
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(role));
+        let fine = have.is_some_and(|p| {
+            objects::stored_hash(&p.metadata) == objects::stored_hash(&want.metadata)
+                && !crate::apply::has_exited(p)
+                && p.metadata.deletion_timestamp.is_none()
+        });
+        if fine {
+            continue;
+        }
+        if have.is_some() {
+            api.delete_opt(role, &DeleteParams::background().grace_period(0))
+                .map_err(ctx)?;
+            wait(&api, role, |p| p.is_none())?;
+        }
+        api.create(&post(), &want).map_err(ctx)?;
+    }
+    for role in ["allowed", "denied"] {
+        wait(&api, role, |p| p.is_some_and(running))?;
+    }
+    let server = wait(&api, "server", |p| {
+        p.is_some_and(|p| running(p) && pod_ip(p).is_some())
+    })?;
+    pod_ip(&server).ok_or_else(|| Error::Internal("the canary server has no address".into()))
+}
+
+fn running(pod: &Pod) -> bool {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+}
+
+fn pod_ip(pod: &Pod) -> Option<String> {
+    pod.status
+        .as_ref()?
+        .pod_ip
+        .clone()
+        .filter(|ip| !ip.is_empty())
+}
+
+/// Polls pod `name` until `ready` holds of it; the pod as last read.
+fn wait(api: &Api<Pod>, name: &str, ready: impl Fn(Option<&Pod>) -> bool) -> Result<Pod, Error> {
+    let step = Duration::from_millis(250);
+    let mut waited = Duration::ZERO;
+    loop {
+        let pod = api.get_opt(name).map_err(Error::from)?;
+        if ready(pod.as_ref()) {
+            return Ok(pod.unwrap_or_default());
+        }
+        if waited >= START_TIMEOUT {
+            return Err(Error::Unavailable(format!(
+                "the NetworkPolicy canary's pod `{NAMESPACE}/{name}` did not become ready within \
+                 {} s (O-43); check that the helper image can be pulled",
+                START_TIMEOUT.as_secs()
+            )));
+        }
+        time::sleep(step)?;
+        waited += step;
+    }
+}
+
+/// A canary pod: the server runs `httpd`, a client sleeps until exec'd.
+fn pod(config: &Config, role: &str) -> Result<Pod, Error> {
+    let command = match role {
+        "server" => json!([
+            "sh",
+            "-c",
+            format!(
+                "mkdir -p /tmp/www && echo pando-canary > /tmp/www/index.html && \
+             exec httpd -f -p {PORT} -h /tmp/www"
+            )
+        ]),
+        _ => json!(["sh", "-c", "exec sleep 2147483647"]),
+    };
+    let mut spec = json!({
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": false,
+        "enableServiceLinks": false,
+        "terminationGracePeriodSeconds": 1,
+        "containers": [{
+            "name": "canary",
+            "image": config.helper_image,
+            "command": command,
+            "resources": { "requests": { "cpu": "5m", "memory": "8Mi" } },
+            "securityContext": { "allowPrivilegeEscalation": false },
+        }],
+    });
+    if !config.node_selector.is_empty() {
+        spec["nodeSelector"] = json!(config.node_selector.labels());
+    }
+    objects::typed(objects::with_hash(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": role,
+            "labels": { objects::MANAGED_BY: objects::MANAGER, ROLE_LABEL: role },
+        },
+        "spec": spec,
+    })))
+}
+
+/// Whether client `role` reached the server: `wget`'s exit status.
+fn fetch(role: &str, ip: &str) -> Result<bool, Error> {
+    let url = if ip.contains(':') {
+        format!("http://[{ip}]:{PORT}/")
+    } else {
+        format!("http://{ip}:{PORT}/")
+    };
+    let params = ExecParams {
+        container: Some("canary".into()),
+        command: vec![
+            "wget".into(),
+            "-q".into(),
+            "-T".into(),
+            FETCH_TIMEOUT_S.to_string(),
+            "-O".into(),
+            "/dev/null".into(),
+            url,
+        ],
+        stdin: false,
+        tty: false,
+    };
+    let mut session = Api::<Pod>::namespaced(NAMESPACE)
+        .exec(role, &params)
+        .map_err(|e| Error::from(e).context(&format!("the canary's `{role}` client")))?;
+    let out = ExecSession::stdout(&mut session);
+    let err = ExecSession::stderr(&mut session);
+    exec::pump(out.as_ref(), err.as_ref(), None)?;
+    drop((out, err));
+    match ExecSession::wait(&mut session) {
+        Ok(code) => Ok(code == 0),
+        // Not allowed to exec is the adapter's setup, not the network's.
+        Err(e @ Error::Denied(_)) => Err(e),
+        // wget missing, or the session failing: the client reached nothing.
+        Err(_) => Ok(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn o43_the_verdict_of_the_two_fetches() {
+        assert_eq!(verdict(true, false), Verdict::Enforced);
+        assert_eq!(verdict(true, true), Verdict::NotEnforced);
+        assert_eq!(verdict(false, false), Verdict::NoNetwork);
+        assert_eq!(verdict(false, true), Verdict::NoNetwork);
+    }
+}

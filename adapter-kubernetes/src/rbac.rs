@@ -1,0 +1,92 @@
+//! Pando's role binding in each app namespace: the ServiceAccount Pando's
+//! server runs as (`service_account` in `pando_namespace`) bound to the
+//! ClusterRole `app_role` there (deploy/kubernetes/rbac.yaml), so that what
+//! Pando may do inside an app's namespace is granted per namespace rather
+//! than cluster-wide. It stays when the app is destroyed with its volumes
+//! kept (R-204), like the claims and the default-deny policy.
+
+use pando_adapter_sdk::error::ErrorExt;
+use pando_adapter_sdk::kube::Api;
+use pando_adapter_sdk::kube::k8s_openapi::api::rbac::v1::RoleBinding;
+use pando_adapter_sdk::types::Error;
+use serde_json::json;
+
+use crate::apply::post;
+use crate::config::Config;
+use crate::objects;
+
+/// The RoleBinding's name in every app namespace.
+pub const ROLE_BINDING_NAME: &str = "pando-app";
+
+/// The binding of Pando's ServiceAccount to `app_role` in an app namespace.
+pub fn role_binding(config: &Config, id: &str) -> Result<RoleBinding, Error> {
+    objects::typed(objects::with_hash(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": { "name": ROLE_BINDING_NAME, "labels": objects::app_labels(id) },
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": config.app_role,
+        },
+        "subjects": [{
+            "kind": "ServiceAccount",
+            "name": config.service_account,
+            "namespace": config.pando_namespace,
+        }],
+    })))
+}
+
+/// Creates the binding, or replaces it when its hash differs (a changed
+/// `app_role` or `service_account`): 1 GET when it is as wanted.
+///
+/// A RoleBinding's `roleRef` cannot change in place, so a changed role is a
+/// delete and a create, as the API server requires.
+pub fn ensure_role_binding(config: &Config, ns: &str, id: &str) -> Result<(), Error> {
+    let desired = role_binding(config, id)?;
+    let api = Api::<RoleBinding>::namespaced(ns);
+    let ctx = |e| {
+        Error::from(e).context(&format!(
+            "RoleBinding `{ns}/{ROLE_BINDING_NAME}` of ClusterRole `{}` (configuration field \
+             `app_role`; the adapter's own role needs `bind` on it, deploy/kubernetes/rbac.yaml)",
+            config.app_role
+        ))
+    };
+    match api.get_opt(ROLE_BINDING_NAME).map_err(ctx)? {
+        None => {
+            api.create(&post(), &desired).map_err(ctx)?;
+        }
+        Some(existing)
+            if objects::stored_hash(&existing.metadata)
+                != objects::stored_hash(&desired.metadata) =>
+        {
+            api.delete_opt(ROLE_BINDING_NAME, &Default::default())
+                .map_err(ctx)?;
+            api.create(&post(), &desired).map_err(ctx)?;
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_binding_names_the_configured_role_and_service_account() {
+        let config = Config::parse(
+            r#"{"pod_cidr":"10.244.0.0/16","service_cidr":"10.96.0.0/12",
+                "app_role":"team-app","service_account":"srv","pando_namespace":"pando-core"}"#,
+        )
+        .unwrap();
+        let rb = role_binding(&config, "shop").unwrap();
+        assert_eq!(rb.role_ref.name, "team-app");
+        assert_eq!(rb.role_ref.kind, "ClusterRole");
+        let subject = &rb.subjects.unwrap()[0];
+        assert_eq!(subject.kind, "ServiceAccount");
+        assert_eq!(subject.name, "srv");
+        assert_eq!(subject.namespace.as_deref(), Some("pando-core"));
+        assert!(objects::stored_hash(&rb.metadata).is_some());
+    }
+}

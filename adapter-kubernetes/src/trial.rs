@@ -1,0 +1,463 @@
+//! `trial` (R-097, R-187): a workload run once in a namespace of its own,
+//! watched, and reported on.
+//!
+//! - The namespace, `pando-trial-<hex>`, denies every connection in,
+//!   Pando's included: nothing needs to reach an app that is being watched.
+//!   Out, it is held to the app's rules as the app is: cluster DNS, its own
+//!   namespace, and the rest as the plan's egress says, host names through
+//!   an egress gateway in that namespace ([`egress`], R-187).
+//! - The pod carries an observer container (`helper_image`) beside the
+//!   workload. Containers of a pod share its network namespace, so the
+//!   observer's `/proc/net/{tcp,tcp6,udp,udp6}` lists the workload's sockets
+//!   whatever its image, one with no shell included. The adapter execs into
+//!   the observer once a second and keeps every socket seen listening on a
+//!   non-loopback address.
+//! - Writes are not observed: nothing like a container diff exists in the
+//!   API (`write-observation` is false, `writes` is none).
+//! - The namespace is removed at the end on every path the guest survives;
+//!   its pods end themselves (`activeDeadlineSeconds`), and a trial whose
+//!   namespace outlived its expiry (the host stopped the call) is removed by
+//!   the next trial's sweep.
+//!
+//! The trial's pods carry no app label: the bundle watch and the app's
+//! accounts never see them.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use pando_adapter_sdk::error::{self, ErrorExt};
+use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service};
+use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
+use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams, LogParams};
+use pando_adapter_sdk::types::{
+    BundlePlan, Error, ListeningPort, Protocol, TrialRequest, TrialResult,
+};
+use pando_adapter_sdk::{ExecSession, io, time};
+use serde_json::{Value, json};
+
+use crate::apply::post;
+use crate::config::Config;
+use crate::{egress, exec, helper, names, objects};
+
+/// Label on a trial's namespace and pods: the app it is for.
+pub const TRIAL_LABEL: &str = "pando.dev/trial";
+/// Annotation on a trial's namespace: when it may be swept.
+pub const EXPIRES_ANNOTATION: &str = "pando.dev/expires-at-ms";
+/// The observer container.
+pub const OBSERVER: &str = "pando-observer";
+/// The longest trial.
+pub const MAX_DURATION: Duration = Duration::from_secs(15 * 60);
+/// How often the sockets are read.
+const OBSERVE_EVERY: Duration = Duration::from_secs(1);
+/// How much of the output is kept.
+const OUTPUT_TAIL: usize = 64 * 1024;
+
+/// Prints the socket tables the observer can read, each after a `# name`
+/// line.
+const OBSERVE_SCRIPT: &str = r##"r="${PANDO_HELPER_ROOT:-}"
+for f in tcp tcp6 udp udp6; do
+  if [ -r "$r/proc/net/$f" ]; then echo "# $f"; cat "$r/proc/net/$f"; fi
+done
+"##;
+
+/// Runs the trial (see the module doc).
+pub fn trial(config: &Config, req: &TrialRequest) -> Result<TrialResult, Error> {
+    names::app_namespace(&req.bundle)?;
+    let duration = Duration::from_millis(req.duration_ms);
+    if duration.is_zero() || duration > MAX_DURATION {
+        return Err(error::invalid(format!(
+            "trial duration {} ms is out of range: give 1 ms to {} s",
+            req.duration_ms,
+            MAX_DURATION.as_secs()
+        )));
+    }
+    let mut workload = req.workload.clone();
+    // A trial must not touch the app's data: its mounts become empty
+    // directories at the same paths.
+    let scratch: Vec<(String, bool)> = workload
+        .mounts
+        .drain(..)
+        .map(|m| (m.path, m.read_only))
+        .collect();
+    let plan = BundlePlan {
+        id: req.bundle.clone(),
+        revision: String::new(),
+        workloads: vec![workload.clone()],
+        volumes: Vec::new(),
+        network: req.network.clone(),
+        pull_credentials: req.pull_credentials.clone(),
+    };
+    // Everything is built before anything is written: a plan refused (a
+    // host name without a gateway image, R-186) leaves nothing behind.
+    let egress = egress::egress(config, &req.bundle, &req.network)?;
+    let now = now_ms();
+    sweep(now);
+    let ns = TrialNamespace::create(&req.bundle, now, duration)?;
+    let pod = trial_pod(config, &plan, &ns.name, &scratch, duration)?;
+    make_objects(config, &ns.name, &plan, &egress, &pod)?;
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    watch(&ns.name, &pod_name, duration)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The trial's namespace; deleted, with all in it, when dropped.
+struct TrialNamespace {
+    name: String,
+}
+
+impl TrialNamespace {
+    fn create(bundle: &str, now: u64, duration: Duration) -> Result<TrialNamespace, Error> {
+        let suffix = &objects::hash(&json!([bundle, now]))[..10];
+        let name = format!("pando-trial-{suffix}");
+        let expires = now + (duration + helper::START_TIMEOUT).as_millis() as u64 + 60_000;
+        let namespace: Namespace = objects::typed(json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": name,
+                "labels": { objects::MANAGED_BY: objects::MANAGER, TRIAL_LABEL: bundle },
+                "annotations": { EXPIRES_ANNOTATION: expires.to_string() },
+            },
+        }))?;
+        Api::<Namespace>::all()
+            .create(&post(), &namespace)
+            .map_err(|e| Error::from(e).context(&format!("trial namespace `{name}`")))?;
+        Ok(TrialNamespace { name })
+    }
+}
+
+impl Drop for TrialNamespace {
+    fn drop(&mut self) {
+        if let Err(e) = Api::<Namespace>::all().delete_opt(&self.name, &DeleteParams::background())
+        {
+            pando_adapter_sdk::warn!(
+                namespace = self.name;
+                "trial namespace not deleted ({e}); the next trial sweeps it"
+            );
+        }
+    }
+}
+
+/// Deletes trial namespaces past their expiry: left by calls the host
+/// stopped before they could clean up. Best effort: a trial runs anyway.
+fn sweep(now: u64) {
+    let api = Api::<Namespace>::all();
+    let Ok(list) = api.list(&ListParams::default().labels(TRIAL_LABEL)) else {
+        return;
+    };
+    for ns in list.items {
+        let expires = ns
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(EXPIRES_ANNOTATION))
+            .and_then(|v| v.parse::<u64>().ok());
+        let name = ns.metadata.name.unwrap_or_default();
+        if expires.is_some_and(|e| e < now)
+            && ns.metadata.deletion_timestamp.is_none()
+            && name.starts_with("pando-trial-")
+        {
+            let _ = api.delete_opt(&name, &DeleteParams::background());
+        }
+    }
+}
+
+/// The workload's pod as the app would run it, with the observer beside
+/// it, the trial's labels, scratch directories for its mounts, and a
+/// deadline.
+fn trial_pod(
+    config: &Config,
+    plan: &BundlePlan,
+    ns: &str,
+    scratch: &[(String, bool)],
+    duration: Duration,
+) -> Result<Pod, Error> {
+    let w = &plan.workloads[0];
+    let pod = objects::pod_in(config, plan, w, ns)?;
+    let mut pod: Value = serde_json::to_value(pod)
+        .map_err(|e| Error::Internal(format!("encoding the trial pod: {e}")))?;
+    pod["metadata"]["labels"] =
+        json!({ objects::MANAGED_BY: objects::MANAGER, TRIAL_LABEL: plan.id });
+    let spec = &mut pod["spec"];
+    let lifetime = duration + helper::START_TIMEOUT + Duration::from_secs(60);
+    spec["activeDeadlineSeconds"] = json!(lifetime.as_secs());
+    let mut volumes = Vec::new();
+    let mut mounts = Vec::new();
+    for (i, (path, read_only)) in scratch.iter().enumerate() {
+        let name = format!("scratch{i}");
+        volumes.push(json!({ "name": name, "emptyDir": {} }));
+        mounts.push(json!({ "name": name, "mountPath": path, "readOnly": read_only }));
+    }
+    spec["volumes"] = Value::Array(volumes);
+    spec["containers"][0]["volumeMounts"] = Value::Array(mounts);
+    let observer = json!({
+        "name": OBSERVER,
+        "image": config.helper_image,
+        "command": ["sh", "-c", format!("exec sleep {}", lifetime.as_secs())],
+        "resources": { "requests": { "cpu": "10m", "memory": "16Mi" } },
+        "securityContext": { "allowPrivilegeEscalation": false },
+    });
+    if let Some(containers) = spec["containers"].as_array_mut() {
+        containers.push(observer);
+    }
+    objects::typed(pod)
+}
+
+/// The trial namespace's policy, gateway, pull Secret and pod.
+fn make_objects(
+    config: &Config,
+    ns: &str,
+    plan: &BundlePlan,
+    egress: &egress::Egress,
+    pod: &Pod,
+) -> Result<(), Error> {
+    let ctx = |e| Error::from(e).context(&format!("trial namespace `{ns}`"));
+    // No `ingress` entry: every connection in is denied (R-097).
+    let policy = objects::policy(&plan.id, "pando-trial", Vec::new(), egress.rules.clone())?;
+    let policies = Api::<NetworkPolicy>::namespaced(ns);
+    policies.create(&post(), &policy).map_err(ctx)?;
+    if let Some(gw) = &egress.gateway {
+        policies
+            .create(&post(), &egress::gateway_policy(config, &plan.id, gw)?)
+            .map_err(ctx)?;
+        Api::<Service>::namespaced(ns)
+            .create(&post(), &egress::gateway_service(&plan.id)?)
+            .map_err(ctx)?;
+        Api::<Pod>::namespaced(ns)
+            .create(&post(), &egress::gateway_pod(config, &plan.id, gw)?)
+            .map_err(ctx)?;
+    }
+    if !plan.pull_credentials.is_empty() {
+        let secret = objects::pull_secret(&plan.id, &plan.pull_credentials, now_ms())?;
+        Api::<Secret>::namespaced(ns)
+            .create(&post(), &secret)
+            .map_err(ctx)?;
+    }
+    Api::<Pod>::namespaced(ns)
+        .create(&post(), pod)
+        .map_err(ctx)?;
+    Ok(())
+}
+
+/// Watches the pod for `duration` from when it runs: its sockets, and
+/// whether the workload exits.
+fn watch(ns: &str, pod: &str, duration: Duration) -> Result<TrialResult, Error> {
+    let api = Api::<Pod>::namespaced(ns);
+    let mut listening = BTreeSet::new();
+    let mut exit_code = None;
+    let mut started = false;
+    let mut waited = Duration::ZERO;
+    let mut watched = Duration::ZERO;
+    loop {
+        let current = api
+            .get_opt(pod)
+            .map_err(|e| Error::from(e).context(&format!("trial pod `{ns}/{pod}`")))?;
+        let Some(current) = current else {
+            return Err(error::unavailable(format!(
+                "trial pod `{ns}/{pod}` disappeared during the trial"
+            )));
+        };
+        if let Some(code) = workload_exit(&current) {
+            exit_code = Some(code);
+        }
+        let running = current.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        if running {
+            started = true;
+            // A failed read (the pod ending meanwhile) costs one sample.
+            if let Ok(text) = read_sockets(ns, pod) {
+                listening.extend(parse_sockets(&text));
+            }
+        }
+        if exit_code.is_some() || watched >= duration {
+            break;
+        }
+        if !started && exit_code.is_none() {
+            if waited >= helper::START_TIMEOUT {
+                return Err(error::unavailable(format!(
+                    "trial pod `{ns}/{pod}` did not start within {} s{}",
+                    helper::START_TIMEOUT.as_secs(),
+                    crate::pods::waiting_reason(&current, objects::CONTAINER_NAME)
+                )));
+            }
+            waited += OBSERVE_EVERY;
+        } else {
+            watched += OBSERVE_EVERY;
+        }
+        time::sleep(OBSERVE_EVERY)?;
+    }
+    Ok(TrialResult {
+        listening: listening
+            .into_iter()
+            .map(|(port, udp)| ListeningPort {
+                port,
+                protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
+            })
+            .collect(),
+        exit_code,
+        writes: None,
+        output_tail: output_tail(ns, pod),
+    })
+}
+
+/// The workload container's exit code, once it has one.
+fn workload_exit(pod: &Pod) -> Option<i32> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == objects::CONTAINER_NAME)?
+        .state
+        .as_ref()?
+        .terminated
+        .as_ref()
+        .map(|t| t.exit_code)
+}
+
+/// The observer's socket tables, as text.
+fn read_sockets(ns: &str, pod: &str) -> Result<String, Error> {
+    let params = pando_adapter_sdk::kube::ExecParams {
+        container: Some(OBSERVER.into()),
+        command: vec!["sh".into(), "-c".into(), OBSERVE_SCRIPT.into()],
+        stdin: false,
+        tty: false,
+    };
+    let mut session = Api::<Pod>::namespaced(ns)
+        .exec(pod, &params)
+        .map_err(Error::from)?;
+    let out = ExecSession::stdout(&mut session);
+    let err = ExecSession::stderr(&mut session);
+    // The tables are small (a line per socket); stderr is read after, and
+    // the host buffers what little it holds meanwhile.
+    let bytes = match &out {
+        Some(out) => io::read_to_end(out, 4 << 20)?,
+        None => Vec::new(),
+    };
+    exec::pump(None, err.as_ref(), None)?;
+    drop((out, err));
+    ExecSession::wait(&mut session)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The ports listening on a non-loopback address in `/proc/net` socket
+/// tables, each table after a `# tcp|tcp6|udp|udp6` line: `(port, udp)`.
+/// TCP sockets in state `0A` (LISTEN); UDP sockets bound to a port with no
+/// peer (state `07`).
+pub fn parse_sockets(text: &str) -> BTreeSet<(u16, bool)> {
+    let mut found = BTreeSet::new();
+    let mut table = "";
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("# ") {
+            table = name.trim();
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // `sl local_address rem_address st …`; the header line says `sl`.
+        if fields.len() < 4 || !fields[0].ends_with(':') {
+            continue;
+        }
+        let udp = table.starts_with("udp");
+        let wanted_state = if udp { "07" } else { "0A" };
+        if fields[3] != wanted_state {
+            continue;
+        }
+        let Some((addr, port)) = fields[1].split_once(':') else {
+            continue;
+        };
+        if udp && !fields[2].trim_start_matches('0').starts_with(':') {
+            // A connected UDP socket talks to a peer; it is not a server.
+            continue;
+        }
+        let Ok(port) = u16::from_str_radix(port, 16) else {
+            continue;
+        };
+        if port == 0 || is_loopback(addr) {
+            continue;
+        }
+        found.insert((port, udp));
+    }
+    found
+}
+
+/// Whether a `/proc/net` address (hex, in the kernel's byte order) is a
+/// loopback one: 127.0.0.0/8, `::1`, or `::ffff:127.x.y.z`.
+fn is_loopback(addr: &str) -> bool {
+    match addr.len() {
+        // IPv4: four bytes, little-endian on the machines Kubernetes runs
+        // on, so the first octet is the last byte.
+        8 => addr.ends_with("7F"),
+        32 => {
+            let a = addr.to_ascii_uppercase();
+            a == "00000000000000000000000001000000"
+                || (a.starts_with("0000000000000000FFFF0000") && a.ends_with("7F"))
+        }
+        _ => false,
+    }
+}
+
+/// The tail of the workload's output, to explain a failure; empty when it
+/// cannot be read (the trial's result stands without it).
+fn output_tail(ns: &str, pod: &str) -> String {
+    let params = LogParams {
+        container: Some(objects::CONTAINER_NAME.into()),
+        limit_bytes: Some(OUTPUT_TAIL as u64),
+        tail_lines: Some(200),
+        ..LogParams::default()
+    };
+    Api::<Pod>::namespaced(ns)
+        .logs(pod, &params)
+        .map_err(Error::from)
+        .and_then(|stream| io::read_to_end(&stream, OUTPUT_TAIL))
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Real tables, as a 6.x kernel prints them (trimmed to the columns that
+    // matter, which are the first four).
+    const TABLES: &str = "# tcp
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1
+   1: 0100007F:0CEA 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2 1
+   2: 0A00000A:1F90 0B00000A:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 3 1
+# tcp6
+  sl  local_address                         remote_address                        st tx_queue
+   0: 00000000000000000000000000000000:01BB 00000000000000000000000000000000:0000 0A 00000000
+   1: 00000000000000000000000001000000:1F91 00000000000000000000000000000000:0000 0A 00000000
+# udp
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+  5: 00000000:0035 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4 2
+  6: 0A00000A:A1B2 08080808:0035 01 00000000:00000000 00:00000000 00000000     0        0 5 2
+";
+
+    #[test]
+    fn r097_listening_sockets_are_read_from_proc_net() {
+        let found = parse_sockets(TABLES);
+        let expected: BTreeSet<(u16, bool)> = [(8080, false), (443, false), (53, true)]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            found, expected,
+            "loopback, connected and established sockets are left out"
+        );
+    }
+
+    #[test]
+    fn loopback_addresses_in_both_families() {
+        assert!(is_loopback("0100007F"));
+        assert!(is_loopback("0200007F"));
+        assert!(!is_loopback("0A00000A"));
+        assert!(is_loopback("00000000000000000000000001000000"));
+        assert!(is_loopback("0000000000000000FFFF00000100007F"));
+        assert!(!is_loopback("00000000000000000000000000000000"));
+    }
+}

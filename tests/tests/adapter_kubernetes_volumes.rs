@@ -1,0 +1,205 @@
+//! The Kubernetes adapter's volume snapshots and restores, against the test
+//! cluster as the `pando` identity: a helper pod with the claim mounted
+//! runs `tar`, its stream crosses the host.
+//!
+//! KWOK has no container runtime: it runs exec'd commands on this machine,
+//! with `PANDO_HELPER_ROOT` standing in for the helper container's
+//! filesystem (`scripts/cluster`), so a claim mounted at
+//! `/pando-volumes/<ns>/<claim>` in the pod is the directory
+//! `target/test-cluster/helper-root/pando-volumes/<ns>/<claim>` here. The
+//! scripts that run are the adapter's own.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use pando_host::CallError;
+use pando_host::types::{Error as AdapterError, VolumeHandle};
+use pando_tests::cluster;
+use pando_tests::kubernetes_adapter::{self as ka, admin, cleanup, ctx, id, with_volume};
+use pando_tests::plans::{bundle, plan};
+use tokio::io::{AsyncRead, ReadBuf};
+
+/// The directory that is the claim's contents on the test cluster.
+fn volume_dir(ns: &str, claim: &str) -> PathBuf {
+    cluster::state_dir()
+        .join("helper-root/pando-volumes")
+        .join(ns)
+        .join(claim)
+}
+
+/// Every file and directory under `root`, relative, with its bytes (none
+/// for a directory).
+fn tree(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("reading a directory") {
+            let path = entry.expect("an entry").path();
+            let rel = path
+                .strip_prefix(root)
+                .expect("under root")
+                .to_string_lossy()
+                .into_owned();
+            if path.is_dir() {
+                out.insert(rel, None);
+                stack.push(path);
+            } else {
+                out.insert(rel, Some(std::fs::read(&path).expect("reading a file")));
+            }
+        }
+    }
+    out
+}
+
+fn fill(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.join("sub/deeper")).expect("mkdir");
+    std::fs::create_dir_all(dir.join("empty")).expect("mkdir");
+    std::fs::write(dir.join("a.txt"), b"hello, volume\n").expect("write");
+    // 3 MiB of bytes that are not all alike: many splice chunks.
+    let big: Vec<u8> = (0u32..3 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(dir.join("sub/big.bin"), big).expect("write");
+    std::fs::write(dir.join("sub/deeper/.hidden"), b"").expect("write");
+}
+
+/// A reader that yields `bytes` and then fails: a caller's stream breaking.
+struct Breaking {
+    bytes: Vec<u8>,
+    at: usize,
+}
+
+impl AsyncRead for Breaking {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.at >= self.bytes.len() {
+            return Poll::Ready(Err(std::io::Error::other("the source broke")));
+        }
+        let n = buf
+            .remaining()
+            .min(self.bytes.len() - self.at)
+            .min(64 * 1024);
+        let at = self.at;
+        buf.put_slice(&self.bytes[at..at + n]);
+        self.at += n;
+        Poll::Ready(Ok(()))
+    }
+}
+
+async fn snapshot(a: &pando_host::Adapter, h: &VolumeHandle, file: &Path) -> Vec<u8> {
+    let out = tokio::fs::File::create(file)
+        .await
+        .expect("the snapshot file");
+    let written = a
+        .snapshot_volume(&ctx(), h, out)
+        .await
+        .expect("snapshot_volume");
+    let bytes = std::fs::read(file).expect("reading the snapshot");
+    assert_eq!(written, bytes.len() as u64);
+    bytes
+}
+
+#[tokio::test]
+async fn a_volume_snapshot_restores_byte_for_byte_and_a_bad_stream_loses_nothing() {
+    let (a, _h) = ka::load().await;
+    let app = id("k8s-snap");
+    let ns = format!("pando-{app}");
+    let pv = ka::bound_pv(&ns, "data").await;
+    let p = with_volume(plan(&app, &["web"]), "data");
+    a.apply(&ctx(), &p).await.expect("apply");
+    ka::wait_volume_ready(&a, &app, "data").await;
+    ka::wait_phase(&ns, "web", "Running").await;
+    let dir = volume_dir(&ns, "data");
+    fill(&dir);
+    let original = tree(&dir);
+    let h = VolumeHandle {
+        bundle: app.clone(),
+        name: "data".into(),
+        // the claim is found by the app and the name, never by this.
+        location: "somewhere/else".into(),
+    };
+
+    // Snapshot: a tar stream of exactly the volume's contents.
+    let work = tempfile::tempdir().expect("a temp dir");
+    let tar = snapshot(&a, &h, &work.path().join("snap.tar")).await;
+    let unpacked = work.path().join("unpacked");
+    std::fs::create_dir_all(&unpacked).expect("mkdir");
+    let status = std::process::Command::new("tar")
+        .arg("-xf")
+        .arg(work.path().join("snap.tar"))
+        .arg("-C")
+        .arg(&unpacked)
+        .status()
+        .expect("running tar");
+    assert!(status.success(), "the snapshot is a tar archive");
+    assert_eq!(tree(&unpacked), original, "the snapshot holds the volume");
+    let pods: Api<Pod> = Api::namespaced(admin().await, &ns);
+    let helper = pods.get_opt("pando-snapshot-data").await.expect("get");
+    assert!(
+        helper.is_none_or(|p| p.metadata.deletion_timestamp.is_some()),
+        "the helper pod goes at the end"
+    );
+
+    // A workload mounting the claim runs: restoring under it is refused.
+    let refused = a
+        .restore_volume(&ctx(), &h, std::io::Cursor::new(tar.clone()))
+        .await;
+    assert!(
+        matches!(&refused, Err(CallError::Adapter(AdapterError::Conflict(m))) if m.contains("stop the app")),
+        "{refused:?}"
+    );
+    a.stop(&ctx(), &bundle(&app)).await.expect("stop");
+
+    // Change the volume, then restore: exactly the snapshot's contents.
+    std::fs::remove_file(dir.join("a.txt")).expect("rm");
+    std::fs::write(dir.join("new.txt"), b"written after the snapshot").expect("write");
+    a.restore_volume(&ctx(), &h, std::io::Cursor::new(tar.clone()))
+        .await
+        .expect("restore_volume");
+    assert_eq!(tree(&dir), original, "restored byte for byte");
+
+    // Garbage is refused, and the volume is as it was.
+    let garbage = a
+        .restore_volume(&ctx(), &h, &b"this is not a tar archive"[..])
+        .await;
+    assert!(
+        matches!(&garbage, Err(CallError::Adapter(AdapterError::Invalid(m))) if m.contains("unchanged")),
+        "{garbage:?}"
+    );
+    assert_eq!(tree(&dir), original, "a bad archive changes nothing");
+
+    // A stream that breaks half-way ends in an error, and changes nothing.
+    let half = tar[..tar.len() / 2].to_vec();
+    let broken = a
+        .restore_volume(&ctx(), &h, Breaking { bytes: half, at: 0 })
+        .await;
+    assert!(broken.is_err(), "a broken stream is an error: {broken:?}");
+    assert_eq!(tree(&dir), original, "a broken stream changes nothing");
+
+    // A volume that does not exist.
+    let missing = VolumeHandle {
+        name: "nope".into(),
+        ..h.clone()
+    };
+    let r = a.snapshot_volume(&ctx(), &missing, tokio::io::sink()).await;
+    assert!(
+        matches!(&r, Err(CallError::Adapter(AdapterError::NotFound(m))) if m.contains("nope")),
+        "{r:?}"
+    );
+
+    cleanup(&a, &app).await;
+    ka::delete_pv(&pv).await;
+    let _ = std::fs::remove_dir_all(
+        cluster::state_dir()
+            .join("helper-root/pando-volumes")
+            .join(&ns),
+    );
+}
