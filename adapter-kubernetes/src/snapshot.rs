@@ -68,6 +68,9 @@ rmdir "$s"
 /// How many zero bytes end every tar archive (two 512-byte blocks).
 const END_OF_ARCHIVE: usize = 1024;
 
+/// tar's record: what it reads from a pipe at a time (20 blocks).
+const RECORD: u64 = 10240;
+
 /// How much one read of the caller's stream takes.
 const CHUNK: u64 = 64 * 1024;
 
@@ -196,6 +199,8 @@ fn unpack(pod: &HelperPod, path: &str, from: &InputStream) -> Result<(), Error> 
         return Err(Error::Internal("the unpacking session has no stdin".into()));
     };
     let mut zeros = 0usize;
+    let mut sent = 0u64;
+    let mut open = true;
     loop {
         time::check_cancelled()?;
         let bytes = match from.blocking_read(CHUNK) {
@@ -210,12 +215,22 @@ fn unpack(pod: &HelperPod, path: &str, from: &InputStream) -> Result<(), Error> 
             }
         };
         zeros = trailing_zeros(zeros, &bytes);
+        sent += bytes.len() as u64;
         if !send(&stdin, &bytes)? {
             // tar stopped reading: at the archive's end, or on an error;
             // its status says which.
             zeros = END_OF_ARCHIVE;
+            open = false;
             break;
         }
+    }
+    // tar reads whole records from a pipe: an archive not padded to one
+    // (a writer other than `tar -c`) would leave it waiting for the rest,
+    // and stdin's end may never come (module doc). Zeros after the
+    // end-of-archive marker are what `tar -c` pads with.
+    let pad = (RECORD - sent % RECORD) % RECORD;
+    if open && zeros >= END_OF_ARCHIVE && pad > 0 {
+        send(&stdin, &vec![0u8; pad as usize])?;
     }
     // What was written must have left the stream before it is dropped:
     // dropping it discards what is still on its way.

@@ -122,7 +122,9 @@ impl Resume {
 
     /// The pause before the next attempt; `None` once the time is spent.
     fn pause(&mut self) -> Option<Duration> {
-        let left = RESUME_FOR.checked_sub(self.spent).filter(|d| !d.is_zero())?;
+        let left = RESUME_FOR
+            .checked_sub(self.spent)
+            .filter(|d| !d.is_zero())?;
         let pause = self.next.min(left);
         self.spent += pause;
         self.next = (self.next * 2).min(RESUME_PAUSE_MAX);

@@ -133,6 +133,19 @@ impl Adapter {
         Some(kube.usage().report(grants))
     }
 
+    /// The Kubernetes requests this adapter asked the host for since it was
+    /// loaded, by verb and resource (allowed or denied); none without a
+    /// Kubernetes import. Take a snapshot before and after a call and
+    /// compare them ([`RequestCounts::since`]) to see what the call sent:
+    /// how the conformance suite checks that `observe` writes nothing.
+    /// Calls running concurrently on the same adapter are counted together.
+    ///
+    /// [`RequestCounts::since`]: crate::imports::kubernetes::RequestCounts::since
+    pub fn kubernetes_requests(&self) -> Option<crate::imports::kubernetes::RequestCounts> {
+        let kube = self.inner.pool.factory.kubernetes.as_ref()?;
+        Some(kube.requests().snapshot())
+    }
+
     /// The adapter's quarantine, if it is in one: after repeated faults its
     /// calls fail at once with [`CallError::Quarantined`] until this ends.
     pub fn quarantine(&self) -> Option<crate::breaker::Quarantine> {

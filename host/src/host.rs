@@ -121,6 +121,10 @@ pub struct LoadOptions {
     /// `kubernetes` section; without a client, Kubernetes calls answer that
     /// no cluster is configured.
     pub kubernetes: Option<kube::Client>,
+    /// The watch-fed cache its Kubernetes reads that allow any version
+    /// (`resourceVersion=0`) may be answered from; one cache can serve every
+    /// adapter loaded with the same client ([`crate::kubecache`]).
+    pub kubernetes_cache: Option<std::sync::Arc<crate::kubecache::WatchCache>>,
 }
 
 impl std::fmt::Debug for LoadOptions {
@@ -134,6 +138,7 @@ impl std::fmt::Debug for LoadOptions {
                 "kubernetes",
                 &self.kubernetes.as_ref().map(|_| "kube::Client"),
             )
+            .field("kubernetes_cache", &self.kubernetes_cache.is_some())
             .finish()
     }
 }
@@ -146,6 +151,7 @@ impl Default for LoadOptions {
             limits: Limits::default(),
             name: None,
             kubernetes: None,
+            kubernetes_cache: None,
         }
     }
 }
@@ -382,7 +388,7 @@ impl Host {
 fn kube_context(options: &LoadOptions) -> Option<KubeContext> {
     let grants = options.grants.kubernetes.as_ref()?;
     let client = options.kubernetes.clone()?;
-    Some(KubeContext::new(client, grants))
+    Some(KubeContext::new(client, grants).with_cache(options.kubernetes_cache.clone()))
 }
 
 async fn read(path: &Path) -> Result<Vec<u8>, LoadError> {

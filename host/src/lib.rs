@@ -22,11 +22,15 @@ pub mod bindings;
 mod breaker;
 pub mod cache;
 pub mod call;
+pub mod conformance;
 mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod grants;
 mod host;
 pub mod imports;
+pub mod kubecache;
 pub mod limits;
 pub mod loader;
 mod pool;

@@ -183,10 +183,16 @@ fn classify_import(name: &str, contract_version: &str) -> Import {
         // Inert without authority: no preopened directories, no environment,
         // no stdin; stdout is discarded and stderr goes to the host's log.
         "wasi:io" | "wasi:clocks" | "wasi:random" | "wasi:cli" | "wasi:filesystem" => Import::Lent,
-        "wasi:sockets" | "wasi:http" => Import::Refused(
+        // Lent without a network: every socket is refused (`access-denied`)
+        // and names never resolve. Language runtimes built on wasi-libc
+        // (CPython for componentize-py, TinyGo, …) import these whether or
+        // not the adapter opens a socket; refusing them would refuse every
+        // such adapter, while lending them inert gives nothing away.
+        "wasi:sockets" => Import::Lent,
+        "wasi:http" => Import::Refused(
             "which this host does not lend: adapters have no network of their own and reach \
              their runtime only through the host's imports (pando:runtime/kubernetes); \
-             remove the socket or HTTP use from the adapter"
+             remove the HTTP use from the adapter"
                 .into(),
         ),
         PACKAGE => {
@@ -252,6 +258,10 @@ mod tests {
         ));
         assert!(matches!(
             classify_import("wasi:sockets/tcp@0.2.0", "0.1.0"),
+            Import::Lent
+        ));
+        assert!(matches!(
+            classify_import("wasi:http/outgoing-handler@0.2.0", "0.1.0"),
             Import::Refused(_)
         ));
         assert!(matches!(

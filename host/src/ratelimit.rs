@@ -38,7 +38,7 @@ impl RateLimiter {
     }
 
     /// Takes one token now, or says how long until one is there.
-    fn try_take(&self, now: Instant) -> Result<(), Duration> {
+    pub(crate) fn try_take(&self, now: Instant) -> Result<(), Duration> {
         let mut b = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let elapsed = now.saturating_duration_since(b.last).as_secs_f64();
         b.tokens = (b.tokens + elapsed * self.qps).min(self.burst);
@@ -47,7 +47,11 @@ impl RateLimiter {
             b.tokens -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - b.tokens) / self.qps))
+            // The grants accept any positive `qps`; one so small that the
+            // wait overflows a `Duration` waits "forever" (the call's
+            // deadline ends it) instead of panicking in the host.
+            let wait = (1.0 - b.tokens) / self.qps;
+            Err(Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX))
         }
     }
 
@@ -84,6 +88,15 @@ mod tests {
             "one token after 1/qps"
         );
         assert!(rl.try_take(t0 + Duration::from_millis(200)).is_err());
+    }
+
+    #[test]
+    fn a_tiny_rate_waits_forever_without_panicking() {
+        // Found by the `grant_check` fuzz target: `qps: 1e-300` is valid.
+        let rl = RateLimiter::new(1e-300, 1);
+        let t0 = Instant::now();
+        assert!(rl.try_take(t0).is_ok());
+        assert_eq!(rl.try_take(t0), Err(Duration::MAX));
     }
 
     #[test]

@@ -48,7 +48,7 @@ impl StderrTail {
         String::from_utf8_lossy(&tail).trim_end().to_string()
     }
 
-    fn write(&self, bytes: &[u8]) {
+    pub(crate) fn write(&self, bytes: &[u8]) {
         let mut b = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         b.tail.extend_from_slice(bytes);
         if b.tail.len() > TAIL {

@@ -56,6 +56,39 @@ pub async fn load_with(config: &str) -> (Adapter, Host) {
     crate::probe::load_as_pando(&component(), grants(), config).await
 }
 
+/// The adapter, as `pando`, with [`CONFIG`], its reads at any version
+/// answered from `cache`. Also starts counting audit events.
+pub async fn load_cached(
+    cache: std::sync::Arc<pando_host::kubecache::WatchCache>,
+) -> (Adapter, Host) {
+    install_audit_counter();
+    crate::probe::load_as_pando_cached(&component(), grants(), CONFIG, Some(cache)).await
+}
+
+/// The adapter, as whoever `client` acts for (e.g. `pando` on the fault
+/// API server, [`crate::faults`]), with `config`. Also starts counting
+/// audit events.
+pub async fn load_with_client(config: &str, client: Client) -> (Adapter, Host) {
+    install_audit_counter();
+    let host = Host::builder()
+        .cache_dir(crate::probe::shared_cache())
+        .build()
+        .expect("host builds");
+    let adapter = host
+        .load_file(
+            &component(),
+            pando_host::LoadOptions {
+                grants: grants(),
+                config: config.into(),
+                kubernetes: Some(client),
+                ..pando_host::LoadOptions::default()
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("the Kubernetes adapter loads: {e}"));
+    (adapter, host)
+}
+
 /// All audit events since `mark`, whatever namespace they name (for calls
 /// that read cluster-wide, such as `capacity`).
 pub fn all_requests(mark: usize) -> Vec<Request> {
@@ -272,6 +305,8 @@ pub struct Request {
     pub namespace: String,
     /// Empty for lists.
     pub name: String,
+    /// Answered by the host's watch-fed cache, not the API server.
+    pub cached: bool,
 }
 
 impl Request {
@@ -286,6 +321,12 @@ static AUDIT: Mutex<Vec<Request>> = Mutex::new(Vec::new());
 struct AuditCounter;
 
 impl Visit for Request {
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        if field.name() == "cached" {
+            self.cached = value;
+        }
+    }
+
     fn record_str(&mut self, field: &Field, value: &str) {
         self.record(field, value.to_owned());
     }

@@ -15,3 +15,10 @@ pub mod probe;
 
 /// The Kubernetes adapter against the test cluster.
 pub mod kubernetes_adapter;
+
+/// The Python Kubernetes adapter (componentize-py) against the test cluster.
+pub mod python_adapter;
+
+/// The fault API server, the throttled identity and etcd compaction, for
+/// the fault tests.
+pub mod faults;

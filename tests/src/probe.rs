@@ -65,6 +65,17 @@ pub async fn load_as_pando(
     grants: Grants,
     config: &str,
 ) -> (Adapter, Host) {
+    load_as_pando_cached(component, grants, config, None).await
+}
+
+/// [`load_as_pando`], its reads at any version answered from `cache` when
+/// given.
+pub async fn load_as_pando_cached(
+    component: &std::path::Path,
+    grants: Grants,
+    config: &str,
+    cache: Option<std::sync::Arc<pando_host::kubecache::WatchCache>>,
+) -> (Adapter, Host) {
     let host = Host::builder()
         .cache_dir(shared_cache())
         .build()
@@ -79,6 +90,7 @@ pub async fn load_as_pando(
                 grants,
                 config: config.into(),
                 kubernetes: Some(client),
+                kubernetes_cache: cache,
                 ..LoadOptions::default()
             },
         )

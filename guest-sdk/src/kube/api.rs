@@ -233,6 +233,23 @@ where
         }
     }
 
+    /// The object `name` at any resource version (`resourceVersion=0`), or
+    /// `None` when it does not exist: the host's watch-fed cache, or the API
+    /// server's, may answer with a slightly older copy. For reads that
+    /// report; a read that decides a write wants [`get_opt`](Self::get_opt).
+    pub fn get_opt_any_version(&self, name: &str) -> Result<Option<K>, KubeError>
+    where
+        K: DeserializeOwned,
+    {
+        let mut req = self.get_request(name)?;
+        req.query.push(("resourceVersion".into(), "0".into()));
+        match call(req) {
+            Ok(object) => Ok(Some(object)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The objects `lp` selects: `items`, and in `metadata` the list's
     /// `resource_version` (to watch from) and `continue_` (the next page's
     /// token, with a `limit`).

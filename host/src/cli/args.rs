@@ -67,6 +67,8 @@ pub enum Format {
     Json,
     /// YAML.
     Yaml,
+    /// JUnit XML: only for `conformance`.
+    Junit,
 }
 
 /// How the host's log lines are written.
@@ -160,6 +162,34 @@ pub enum Verb {
         /// The image reference.
         image: String,
     },
+    /// Run the conformance suite against an adapter component: one line
+    /// per case; exit 1 when any case fails.
+    Conformance(ConformanceArgs),
+}
+
+/// `conformance` flags (with the global `--grants`, `--config`,
+/// `--kubeconfig`, `--context`; `--timeout` is the longest one case may
+/// take).
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// The component file.
+    pub component: PathBuf,
+    /// Only the cases whose id matches (`*` matches anything: `C-APPLY-*`);
+    /// repeatable, or comma-separated.
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// What a satisfied apply with pull credentials may still write, as
+    /// grants spell resources (default: `secrets`, the pull Secret, O-41);
+    /// comma-separated, empty for nothing.
+    #[arg(long, value_name = "RESOURCES", value_delimiter = ',')]
+    pub rewrites: Option<Vec<String>>,
+    /// The image of the test workloads (needs `sh`; default busybox:1.36).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// How long to wait for the runtime to settle (a workload to run or
+    /// exit, a deletion), in seconds (default 90).
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    pub settle: Option<Duration>,
 }
 
 /// `logs` flags.

@@ -6,6 +6,7 @@
 //! `run` and `exec` exit with the command's own code; 130 after Ctrl-C.
 
 pub mod args;
+pub mod conformance;
 pub mod failure;
 pub mod input;
 pub mod inspect;
@@ -76,6 +77,14 @@ fn report(format: Format, failure: Failure) -> ExitCode {
 
 async fn dispatch(cli: Cli) -> Outcome {
     let Cli { global, verb } = cli;
+    if let Verb::Conformance(args) = &verb {
+        return conformance::conformance(&global, args).await;
+    }
+    if global.output == Format::Junit {
+        return Err(Failure::input(
+            "`-o junit` is only for `conformance`; use text, json or yaml",
+        ));
+    }
     if let Verb::Inspect { component } = &verb {
         return inspect::inspect(&global, component).await;
     }
@@ -160,5 +169,6 @@ async fn run_verb(call: &Call, verb: &Verb) -> Outcome {
         Verb::Edge(e) => verbs::edge(call, e).await,
         Verb::Trial { request } => verbs::trial(call, request).await,
         Verb::HasImage { image } => verbs::has_image(call, image).await,
+        Verb::Conformance(_) => Err(Failure::input("conformance loads the adapter itself")),
     }
 }

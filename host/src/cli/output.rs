@@ -15,7 +15,8 @@ pub fn print<T: Serialize>(format: Format, value: &T, text: impl FnOnce(&T) -> S
     let rendered = match format {
         Format::Json => json(value)?,
         Format::Yaml => yaml(value)?,
-        Format::Text => text(value),
+        // `-o junit` is refused for every verb but `conformance`.
+        Format::Text | Format::Junit => text(value),
     };
     write_stdout(&rendered)
 }
@@ -24,7 +25,7 @@ pub fn print<T: Serialize>(format: Format, value: &T, text: impl FnOnce(&T) -> S
 pub fn print_plain<T: Serialize>(format: Format, value: &T) -> Outcome {
     let rendered = match format {
         Format::Json => json(value)?,
-        Format::Yaml | Format::Text => yaml(value)?,
+        Format::Yaml | Format::Text | Format::Junit => yaml(value)?,
     };
     write_stdout(&rendered)
 }

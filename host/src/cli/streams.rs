@@ -256,7 +256,7 @@ pub async fn watch(call: &Call) -> Outcome {
                 Format::Yaml => serde_yaml::to_string(&event)
                     .map(|y| format!("---\n{}", y.trim_end()))
                     .map_err(|e| e.to_string()),
-                Format::Text => Ok(output::event(&event)),
+                Format::Text | Format::Junit => Ok(output::event(&event)),
             };
             let written = match line {
                 Ok(line) => {

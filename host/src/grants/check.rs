@@ -344,9 +344,19 @@ fn rule_allows(
         Scope::AllNamespaces => {
             !rule.cluster && rule.except.is_empty() && rule.namespaces.iter().any(|p| p == "*")
         }
+        // `except` holds whether or not the rule names objects: a rule
+        // without `names` reaches every name but the excepted ones, and a
+        // request without a name (a list, a watch, a deletecollection) would
+        // cross the exceptions, so a rule with exceptions cannot grant it.
         Scope::Cluster => {
             rule.cluster
-                && (rule.names.is_empty() || name.is_some_and(|n| within(rule, &rule.names, n)))
+                && match name {
+                    Some(n) => {
+                        (rule.names.is_empty() || rule.names.iter().any(|p| pattern_matches(p, n)))
+                            && !rule.except.iter().any(|p| pattern_matches(p, n))
+                    }
+                    None => rule.names.is_empty() && rule.except.is_empty(),
+                }
         }
     }
 }
@@ -783,5 +793,30 @@ kubernetes:
         let report = usage.report(&KubernetesGrants::default());
         assert_eq!(report.denials.len(), MAX_DENIAL_ENTRIES);
         assert_eq!(report.denials_dropped, 5);
+    }
+
+    #[test]
+    fn except_holds_for_cluster_rules_without_names() {
+        // Found by the `grant_check` fuzz target: a cluster rule without
+        // `names` ignored its `except`.
+        let g = Grants::from_text(
+            "t",
+            "kubernetes:\n  rules:\n  - {verbs: [get, delete, list], resources: [namespaces], \
+             cluster: true, except: [pando-system, kube-*]}\n",
+        )
+        .expect("grants");
+        let c = Checker::new(g.kubernetes.as_ref().expect("kubernetes section"));
+        let decide = |method, path: &str| {
+            let (verb, t) = req(method, path, &[]);
+            c.check(verb, &t, None)
+        };
+        assert_eq!(
+            decide(Method::Get, "/api/v1/namespaces/pando-x"),
+            Decision::Allow { rule: 0 }
+        );
+        denial(decide(Method::Delete, "/api/v1/namespaces/kube-system"));
+        denial(decide(Method::Delete, "/api/v1/namespaces/pando-system"));
+        // A list would show the excepted ones too.
+        denial(decide(Method::Get, "/api/v1/namespaces"));
     }
 }

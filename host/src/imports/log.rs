@@ -6,8 +6,10 @@ use crate::state::HostState;
 
 /// Records the host keeps of one message, so a chatty adapter costs bounded
 /// memory per record.
-const MAX_MESSAGE: usize = 16 << 10;
-const MAX_FIELDS: usize = 32;
+pub(crate) const MAX_MESSAGE: usize = 16 << 10;
+pub(crate) const MAX_FIELDS: usize = 32;
+pub(crate) const MAX_KEY: usize = 256;
+pub(crate) const MAX_VALUE: usize = 4 << 10;
 
 fn tracing_level(level: Level) -> tracing::Level {
     match level {
@@ -19,7 +21,7 @@ fn tracing_level(level: Level) -> tracing::Level {
     }
 }
 
-fn clip(s: &str, max: usize) -> &str {
+pub(crate) fn clip(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }
@@ -60,7 +62,7 @@ impl Host for HostState {
         let fields: Vec<String> = fields
             .iter()
             .take(MAX_FIELDS)
-            .map(|(k, v)| format!("{}={}", clip(k, 256), clip(v, 4096)))
+            .map(|(k, v)| format!("{}={}", clip(k, MAX_KEY), clip(v, MAX_VALUE)))
             .collect();
         let fields = fields.join(" ");
         macro_rules! emit {

@@ -40,6 +40,11 @@ impl<'a> Audit<'a> {
         self.write(Some(request), Outcome::Status(status), throttled);
     }
 
+    /// The host's watch-fed cache answered; the API server was not asked.
+    pub(crate) fn cached(&self, request: &ApiRequest) {
+        self.write(Some(request), Outcome::Cached, Duration::ZERO);
+    }
+
     /// A stream was opened.
     pub(crate) fn opened(&self, request: &ApiRequest, throttled: Duration) {
         self.write(Some(request), Outcome::Opened, throttled);
@@ -66,6 +71,8 @@ enum Outcome<'a> {
     Status(u16),
     /// A stream (watch, log, exec) was opened.
     Opened,
+    /// The watch-fed cache answered (status 200).
+    Cached,
     /// Sending failed.
     Failed(&'a str),
 }
@@ -92,9 +99,11 @@ fn record(
         }
         None => (String::new(), String::new(), String::new(), String::new()),
     };
+    let cached = matches!(outcome, Outcome::Cached);
     let (decision, status, error) = match outcome {
         Outcome::Denied(why) => ("denied", 0u16, why),
         Outcome::Status(s) => ("allowed", s, ""),
+        Outcome::Cached => ("allowed", 200, ""),
         Outcome::Opened => ("allowed", 0, ""),
         Outcome::Failed(why) => ("allowed", 0, why),
     };
@@ -109,6 +118,7 @@ fn record(
         path,
         decision,
         status,
+        cached,
         error,
         throttled_ms = throttled.as_secs_f64() * 1e3,
         latency_ms = latency.as_secs_f64() * 1e3,

@@ -1,8 +1,21 @@
 //! `logs` and `exec`: streams from the API server, as `wasi:io` streams the
 //! guest can hand on without the bytes entering its memory.
+//!
+//! A stream cut mid-way ends with an error, never as if it were whole: a
+//! log's body breaking off is an error of the log stream (kube-rs), and an
+//! exec session whose connection breaks fails its stdout, stderr and stdin
+//! once what arrived has been read ([`Cut`]; kube-rs itself would leave them
+//! open, waiting forever), and `wait` reports that no exit status came.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{AttachParams, LogParams, TerminalSize};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::watch;
 use tokio_util::compat::FuturesAsyncReadCompatExt;
 use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
@@ -14,23 +27,27 @@ use crate::bindings::v0_1::pando::runtime::kubernetes::{
 };
 use crate::grants::path::{self, ApiRequest, Verb};
 
+/// How a session ended, once it has: its final `Status`, or `None` when
+/// its connection ended without one (it broke).
+type Outcome = Option<Status>;
+
 /// An exec session over the API server's streaming protocol.
 pub struct ExecSession {
     pub(crate) stdin: Option<DynOutputStream>,
     pub(crate) stdout: Option<DynInputStream>,
     pub(crate) stderr: Option<DynInputStream>,
     resize: Option<futures::channel::mpsc::Sender<TerminalSize>>,
-    status: Option<
-        std::pin::Pin<
-            Box<
-                dyn std::future::Future<
-                        Output = Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>,
-                    > + Send,
-            >,
-        >,
-    >,
-    exit: Option<Result<i32, String>>,
+    /// `Some` once the session has ended.
+    ended: watch::Receiver<Option<Outcome>>,
+    /// Waits for the end and publishes it into `ended`.
+    watcher: tokio::task::JoinHandle<()>,
     _process: kube::api::AttachedProcess,
+}
+
+impl Drop for ExecSession {
+    fn drop(&mut self) {
+        self.watcher.abort();
+    }
 }
 
 impl ExecSession {
@@ -52,20 +69,11 @@ impl ExecSession {
 
     /// Waits for the exit status.
     pub(crate) async fn wait(&mut self) -> Result<i32, ApiError> {
-        if self.exit.is_none() {
-            let status = match self.status.take() {
-                Some(s) => s.await,
-                None => None,
-            };
-            self.exit = Some(exit_code(status));
-        }
-        match self.exit.clone() {
-            Some(Ok(code)) => Ok(code),
-            Some(Err(msg)) => Err(ApiError::Transport(msg)),
-            None => Err(ApiError::Transport(
-                "the session ended without a status".into(),
-            )),
-        }
+        let outcome = match self.ended.wait_for(Option::is_some).await {
+            Ok(ended) => ended.clone().flatten(),
+            Err(_) => None,
+        };
+        exit_code(outcome).map_err(ApiError::Transport)
     }
 
     /// Ready once the process has exited.
@@ -78,6 +86,115 @@ impl ExecSession {
 impl wasmtime_wasi::p2::Pollable for ExecSession {
     async fn ready(&mut self) {
         self.exited().await;
+    }
+}
+
+/// An exec session's stdout, stderr or stdin that fails, rather than
+/// waiting forever, once the session has ended without an exit status (its
+/// connection broke) and nothing more can pass: kube-rs then leaves its
+/// pipes open. What arrived before is read first. A session that ended
+/// with a status is left to end its pipes itself.
+struct Cut<T> {
+    inner: T,
+    end: End,
+}
+
+/// Whether the session ended without an exit status, as it is learnt.
+enum End {
+    Waiting(Pin<Box<dyn Future<Output = bool> + Send>>),
+    Known { broken: bool },
+}
+
+impl<T> Cut<T> {
+    fn new(inner: T, ended: &watch::Receiver<Option<Outcome>>) -> Self {
+        let mut ended = ended.clone();
+        let broken = async move {
+            match ended.wait_for(Option::is_some).await {
+                Ok(outcome) => matches!(*outcome, Some(None)),
+                // The session is gone without a word.
+                Err(_) => true,
+            }
+        };
+        Cut {
+            inner,
+            end: End::Waiting(Box::pin(broken)),
+        }
+    }
+
+    /// Ready once the session is known to have ended without a status.
+    fn poll_broken(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if let End::Waiting(fut) = &mut self.end {
+            match fut.as_mut().poll(cx) {
+                Poll::Ready(broken) => self.end = End::Known { broken },
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        match self.end {
+            End::Known { broken: true } => Poll::Ready(()),
+            _ => Poll::Pending,
+        }
+    }
+}
+
+fn broken_off() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        "the exec session's connection broke off before the command's exit status arrived",
+    )
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Cut<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if let Poll::Ready(r) = Pin::new(&mut this.inner).poll_read(cx, buf) {
+            return Poll::Ready(r);
+        }
+        if this.poll_broken(cx).is_pending() {
+            return Poll::Pending;
+        }
+        // Nothing more can arrive: what is left, then the error.
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(r) => Poll::Ready(r),
+            Poll::Pending => Poll::Ready(Err(broken_off())),
+        }
+    }
+}
+
+impl<T: AsyncWrite + Unpin> Cut<T> {
+    fn or_broken<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        op: impl FnOnce(Pin<&mut T>, &mut Context<'_>) -> Poll<std::io::Result<R>>,
+    ) -> Poll<std::io::Result<R>> {
+        if let Poll::Ready(r) = op(Pin::new(&mut self.inner), cx) {
+            return Poll::Ready(r);
+        }
+        match self.poll_broken(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(broken_off())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Cut<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.get_mut().or_broken(cx, |w, cx| w.poll_write(cx, buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.get_mut().or_broken(cx, |w, cx| w.poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.get_mut().or_broken(cx, |w, cx| w.poll_shutdown(cx))
     }
 }
 
@@ -203,26 +320,32 @@ impl KubeContext {
             .exec(&req.pod, req.command, &params)
             .await
             .map_err(|e| api_error("starting the command", e))?;
-        let stdin = process
-            .stdin()
-            .map(|w| Box::new(AsyncWriteStream::new(64 << 10, w)) as DynOutputStream);
+        let (ended_tx, ended) = watch::channel(None);
+        let status = process.take_status();
+        let watcher = tokio::spawn(async move {
+            let outcome = match status {
+                Some(s) => s.await,
+                None => None,
+            };
+            ended_tx.send_replace(Some(outcome));
+        });
+        let stdin = process.stdin().map(|w| {
+            Box::new(AsyncWriteStream::new(64 << 10, Cut::new(w, &ended))) as DynOutputStream
+        });
         let stdout = process
             .stdout()
-            .map(|r| Box::new(AsyncReadStream::new(r)) as DynInputStream);
+            .map(|r| Box::new(AsyncReadStream::new(Cut::new(r, &ended))) as DynInputStream);
         let stderr = process
             .stderr()
-            .map(|r| Box::new(AsyncReadStream::new(r)) as DynInputStream);
-        let status = process
-            .take_status()
-            .map(|f| Box::pin(f) as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>>);
+            .map(|r| Box::new(AsyncReadStream::new(Cut::new(r, &ended))) as DynInputStream);
         let resize = process.terminal_size();
         Ok(ExecSession {
             stdin,
             stdout,
             stderr,
             resize,
-            status,
-            exit: None,
+            ended,
+            watcher,
             _process: process,
         })
     }
@@ -244,6 +367,42 @@ fn api_error(what: &str, e: kube::Error) -> ApiError {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
+
+    #[tokio::test]
+    async fn a_session_cut_off_fails_its_streams_after_what_arrived() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // Its connection breaks: what arrived, then an error, not an end.
+        let (ended_tx, ended) = watch::channel(None);
+        let (reader, mut writer) = tokio::io::simplex(1024);
+        writer.write_all(b"part of it").await.unwrap();
+        let mut out = Cut::new(reader, &ended);
+        let (stdin_reader, stdin) = tokio::io::simplex(4);
+        let mut stdin = Cut::new(stdin, &ended);
+        stdin.write_all(b"full").await.unwrap();
+        ended_tx.send_replace(Some(None));
+        let mut got = Vec::new();
+        let err = out.read_to_end(&mut got).await.unwrap_err();
+        assert_eq!(got, b"part of it");
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionAborted);
+        let err = stdin.write_all(b"more").await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionAborted);
+        drop((writer, stdin_reader));
+
+        // It ended with a status: its pipes end as kube-rs ends them.
+        let (ended_tx, ended) = watch::channel(None);
+        let (reader, mut writer) = tokio::io::simplex(1024);
+        let mut out = Cut::new(reader, &ended);
+        writer.write_all(b"all of it").await.unwrap();
+        ended_tx.send_replace(Some(Some(Status::default())));
+        let finish = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            writer.shutdown().await.unwrap();
+        });
+        let mut got = Vec::new();
+        out.read_to_end(&mut got).await.expect("a clean end");
+        assert_eq!(got, b"all of it");
+        finish.await.unwrap();
+    }
 
     #[test]
     fn exit_codes_are_read_from_the_final_status() {

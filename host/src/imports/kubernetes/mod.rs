@@ -9,7 +9,8 @@
 
 mod audit;
 mod exec;
-mod send;
+pub mod requests;
+pub(crate) mod send;
 mod watch;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::grants::path::{self, ApiRequest, ApiTarget, Verb};
 use crate::ratelimit::RateLimiter;
 
 pub use exec::ExecSession;
+pub use requests::{RequestCounts, RequestKind, RequestLog};
 pub use watch::WatchStream;
 
 use crate::bindings::v0_1::pando::runtime::kubernetes::{ApiError, Denial};
@@ -42,8 +44,12 @@ pub struct KubeContext {
     pub(crate) client: kube::Client,
     pub(crate) checker: Arc<Checker>,
     pub(crate) usage: Arc<GrantUsage>,
+    /// Every request the adapter asked for, by verb and resource.
+    pub(crate) requests: Arc<RequestLog>,
     pub(crate) limiter: Arc<RateLimiter>,
     pub(crate) max_body: u64,
+    /// The watch-fed cache reads may be answered from, if any.
+    pub(crate) cache: Option<Arc<crate::kubecache::WatchCache>>,
 }
 
 impl std::fmt::Debug for KubeContext {
@@ -59,14 +65,27 @@ impl KubeContext {
             client,
             checker: Arc::new(Checker::new(grants)),
             usage: Arc::new(GrantUsage::default()),
+            requests: Arc::new(RequestLog::default()),
             limiter: Arc::new(RateLimiter::new(grants.rate.qps, grants.rate.burst)),
             max_body: grants.max_body_bytes,
+            cache: None,
         }
     }
 
     /// Which grants were used, and which requests were denied, so far.
     pub fn usage(&self) -> &Arc<GrantUsage> {
         &self.usage
+    }
+
+    /// Answers the reads the cache can from it (see [`crate::kubecache`]).
+    pub fn with_cache(mut self, cache: Option<Arc<crate::kubecache::WatchCache>>) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// The requests the adapter asked for so far, by verb and resource.
+    pub fn requests(&self) -> &Arc<RequestLog> {
+        &self.requests
     }
 
     /// Parses and canonicalizes a request, then checks it against the
@@ -84,6 +103,9 @@ impl KubeContext {
             audit.denied(None, &msg);
             ApiError::InvalidRequest(msg)
         })?;
+        // Counted whether or not it is allowed: a refused write was still
+        // an attempt to write.
+        self.requests.record(&parsed);
         if let ApiRequest::Resource { verb, target } = &parsed
             && let Err(e) = self.authorize(*verb, target, body_name).await
         {
@@ -209,7 +231,7 @@ mod host_impl {
             };
             Ok(bounded(
                 self.call.cancel.clone(),
-                kube.send(&self.identity.name, request),
+                kube.send(&self.identity.name, request, self.call.deadline),
             )
             .await)
         }

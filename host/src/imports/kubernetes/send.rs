@@ -1,4 +1,22 @@
 //! `send`: one request, one answer.
+//!
+//! Within the call's time: a request that has no answer shortly before the
+//! call's deadline ([`answer_by`]) is given up as `timeout`, so the guest
+//! can still return a typed error instead of being stopped at the deadline
+//! (which discards its instance). An API server over its limits answers
+//! 429 with `Retry-After`: the host waits as asked and sends the request
+//! again (it was not processed), taking from the rate budget as any
+//! request, for as long as the wait ends before [`answer_by`] and at most
+//! [`MAX_RETRIES`] times; then the 429 goes to the guest (`unavailable`,
+//! naming it). A 503 with `Retry-After` is treated alike.
+//!
+//! kube-rs's `Client` retries 429, 503 and 504 itself (up to 15 times,
+//! backing off to minutes) unless it was built with
+//! `Config::default_retry = false`: with such a client the host sees no
+//! 429 until kube-rs gives up, and it is the deadline bound that keeps a
+//! throttled call from running into its deadline.
+
+use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt;
 
@@ -11,6 +29,42 @@ use crate::grants::path::{self, ApiRequest, Verb};
 
 /// Headers a client acts on; the rest stay in the host.
 const KEPT_HEADERS: &[&str] = &["content-type", "retry-after", "warning", "audit-id"];
+
+/// What is left of a call's time for the guest once a request is given up:
+/// enough to return an error.
+pub(crate) const ANSWER_MARGIN: Duration = Duration::from_millis(500);
+
+/// How many times a throttled request is sent again, at most.
+pub(crate) const MAX_RETRIES: u32 = 10;
+
+/// The longest `Retry-After` honoured (API Priority and Fairness asks for
+/// at most 32 s).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(32);
+
+/// When a request must have been answered, for a call whose deadline is
+/// `deadline`: [`ANSWER_MARGIN`] before it, or half-way there when less
+/// than twice the margin is left. `None` without a deadline.
+pub(crate) fn answer_by(deadline: Option<Instant>, now: Instant) -> Option<Instant> {
+    let left = deadline?.saturating_duration_since(now);
+    Some(now + left - ANSWER_MARGIN.min(left / 2))
+}
+
+/// How long to wait before sending again a request answered `status` with
+/// `headers`: for 429 (throttled; the request was not processed), its
+/// `Retry-After` or 1 s; for 503 only when it says `Retry-After`. `None`:
+/// the answer goes to the guest.
+pub(crate) fn retry_after(status: u16, headers: &http::HeaderMap) -> Option<Duration> {
+    let asked = headers
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|s| Duration::from_secs(s).clamp(Duration::from_secs(1), MAX_RETRY_AFTER));
+    match status {
+        429 => Some(asked.unwrap_or(Duration::from_secs(1))),
+        503 => asked,
+        _ => None,
+    }
+}
 
 fn content_type(ct: Option<ContentType>) -> &'static str {
     match ct.unwrap_or(ContentType::Json) {
@@ -45,16 +99,22 @@ pub(crate) fn uri(path: &str, query: &[(String, String)]) -> String {
 }
 
 /// The name an object body gives itself, for grants on creates.
-fn body_name(body: Option<&[u8]>) -> Option<String> {
+pub(crate) fn body_name(body: Option<&[u8]>) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(body?).ok()?;
     v.get("metadata")?.get("name")?.as_str().map(str::to_string)
 }
 
 impl KubeContext {
-    /// Checks, throttles, sends and audits one request.
-    pub(crate) async fn send(&self, adapter: &str, req: Request) -> Result<Response, ApiError> {
+    /// Checks, throttles, sends and audits one request, answered before
+    /// the call's `deadline` (see the module doc).
+    pub(crate) async fn send(
+        &self,
+        adapter: &str,
+        req: Request,
+        deadline: Option<Instant>,
+    ) -> Result<Response, ApiError> {
         let audit = Audit::start(adapter, "send", &req.path);
-        let (pm, hm) = method(req.method);
+        let (pm, _) = method(req.method);
         let name = body_name(req.body.as_deref());
         let parsed = self
             .admit(&audit, pm, &req.path, &req.query, name.as_deref())
@@ -89,49 +149,43 @@ impl KubeContext {
             audit.denied(Some(&parsed), &msg);
             return Err(ApiError::TooLarge(msg));
         }
-        let throttled = self.limiter.acquire().await;
-
-        let mut builder = http::Request::builder()
-            .method(hm)
-            .uri(uri(&req.path, &req.query))
-            .header(http::header::ACCEPT, "application/json");
-        if req.body.is_some() {
-            builder = builder.header(http::header::CONTENT_TYPE, content_type(req.content_type));
+        if let (Some(cache), ApiRequest::Resource { verb, target }) = (&self.cache, &parsed)
+            && let Some(hit) = cache.answer(*verb, target, &req.query)
+        {
+            audit.cached(&parsed);
+            return Ok(Response {
+                status: 200,
+                headers: vec![
+                    ("content-type".into(), "application/json".into()),
+                    ("pando-cache".into(), "hit".into()),
+                    ("pando-cache-age-ms".into(), hit.age.as_millis().to_string()),
+                ],
+                body: hit.body,
+            });
         }
-        let http_req = builder
-            .body(kube::client::Body::from(req.body.unwrap_or_default()))
-            .map_err(|e| ApiError::InvalidRequest(format!("building the request: {e}")))?;
-        let result = self.client.send(http_req).await;
-        let resp = match result {
-            Ok(r) => r,
-            Err(e) => {
-                let msg = format!("the API server could not be reached: {e}");
+        let throttled = self.limiter.acquire().await;
+        let answer_by = answer_by(deadline, Instant::now());
+        let exchange = self.exchange(&req, answer_by);
+        let outcome = match answer_by {
+            Some(by) => tokio::time::timeout_at(by.into(), exchange)
+                .await
+                .unwrap_or(Err(Failure::Unanswered)),
+            None => exchange.await,
+        };
+        let (status, headers, body) = match outcome {
+            Ok(answer) => answer,
+            Err(Failure::Unanswered) => {
+                let msg = "no answer before the call's deadline";
+                audit.failed(&parsed, msg, throttled);
+                return Err(ApiError::Timeout);
+            }
+            Err(Failure::Transport(msg)) => {
                 audit.failed(&parsed, &msg, throttled);
                 return Err(ApiError::Transport(msg));
             }
-        };
-        let status = resp.status().as_u16();
-        let headers = resp
-            .headers()
-            .iter()
-            .filter(|(k, _)| KEPT_HEADERS.contains(&k.as_str()))
-            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
-            .collect();
-        let body = http_body_util::Limited::new(resp.into_body(), MAX_RESPONSE_BYTES)
-            .collect()
-            .await;
-        let body = match body {
-            Ok(b) => b.to_bytes().to_vec(),
-            Err(e) => {
-                let msg = if e.is::<http_body_util::LengthLimitError>() {
-                    format!(
-                        "the response is larger than {MAX_RESPONSE_BYTES} bytes; page the list with `limit` and `continue`"
-                    )
-                } else {
-                    format!("the response broke off: {e}")
-                };
+            Err(Failure::Invalid(msg)) => {
                 audit.failed(&parsed, &msg, throttled);
-                return Err(ApiError::Transport(msg));
+                return Err(ApiError::InvalidRequest(msg));
             }
         };
         audit.answered(&parsed, status, throttled);
@@ -140,5 +194,115 @@ impl KubeContext {
             headers,
             body,
         })
+    }
+
+    /// Sends `req` and reads the answer, sending it again while it is
+    /// throttled and the wait ends before `answer_by`.
+    async fn exchange(
+        &self,
+        req: &Request,
+        answer_by: Option<Instant>,
+    ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), Failure> {
+        let (_, hm) = method(req.method);
+        let mut retries = 0;
+        loop {
+            let mut builder = http::Request::builder()
+                .method(hm.clone())
+                .uri(uri(&req.path, &req.query))
+                .header(http::header::ACCEPT, "application/json");
+            if req.body.is_some() {
+                builder =
+                    builder.header(http::header::CONTENT_TYPE, content_type(req.content_type));
+            }
+            let http_req = builder
+                .body(kube::client::Body::from(
+                    req.body.clone().unwrap_or_default(),
+                ))
+                .map_err(|e| Failure::Invalid(format!("building the request: {e}")))?;
+            let resp = self.client.send(http_req).await.map_err(|e| {
+                Failure::Transport(format!("the API server could not be reached: {e}"))
+            })?;
+            let status = resp.status().as_u16();
+            if let Some(wait) = retry_after(status, resp.headers())
+                && retries < MAX_RETRIES
+                && answer_by.is_none_or(|by| Instant::now() + wait < by)
+            {
+                retries += 1;
+                tracing::debug!(
+                    path = %req.path, status, wait_ms = wait.as_millis() as u64, retries,
+                    "the API server asked to retry later; sending the request again"
+                );
+                drop(resp);
+                tokio::time::sleep(wait).await;
+                self.limiter.acquire().await;
+                continue;
+            }
+            let headers = resp
+                .headers()
+                .iter()
+                .filter(|(k, _)| KEPT_HEADERS.contains(&k.as_str()))
+                .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+                .collect();
+            let body = http_body_util::Limited::new(resp.into_body(), MAX_RESPONSE_BYTES)
+                .collect()
+                .await
+                .map_err(|e| {
+                    Failure::Transport(if e.is::<http_body_util::LengthLimitError>() {
+                        format!(
+                            "the response is larger than {MAX_RESPONSE_BYTES} bytes; page the list with `limit` and `continue`"
+                        )
+                    } else {
+                        format!("the response broke off: {e}")
+                    })
+                })?;
+            return Ok((status, headers, body.to_bytes().to_vec()));
+        }
+    }
+}
+
+/// Why an exchange got no answer.
+enum Failure {
+    /// Not before the call's deadline.
+    Unanswered,
+    /// The connection failed; the message says how.
+    Transport(String),
+    /// The request could not be built; nothing was sent.
+    Invalid(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_answered_before_the_deadline_with_time_to_return() {
+        let now = Instant::now();
+        assert_eq!(answer_by(None, now), None);
+        let by = answer_by(Some(now + Duration::from_secs(10)), now).unwrap();
+        assert_eq!(by, now + Duration::from_secs(10) - ANSWER_MARGIN);
+        // Little time left: half of it.
+        let by = answer_by(Some(now + Duration::from_millis(600)), now).unwrap();
+        assert_eq!(by, now + Duration::from_millis(300));
+        // None left: at once.
+        assert_eq!(answer_by(Some(now), now), Some(now));
+    }
+
+    #[test]
+    fn throttled_answers_are_retried_after_what_the_server_asks() {
+        let with = |v: &str| {
+            let mut h = http::HeaderMap::new();
+            h.insert(http::header::RETRY_AFTER, v.parse().unwrap());
+            h
+        };
+        let none = http::HeaderMap::new();
+        assert_eq!(retry_after(429, &with("3")), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after(429, &none), Some(Duration::from_secs(1)));
+        assert_eq!(retry_after(429, &with("0")), Some(Duration::from_secs(1)));
+        assert_eq!(retry_after(429, &with("600")), Some(MAX_RETRY_AFTER));
+        assert_eq!(retry_after(503, &with("2")), Some(Duration::from_secs(2)));
+        assert_eq!(retry_after(503, &none), None, "a 503 that does not ask");
+        for status in [200, 404, 409, 410, 500, 504] {
+            assert_eq!(retry_after(status, &with("1")), None, "{status}");
+        }
     }
 }

@@ -175,6 +175,27 @@ fn operation(id: &str) -> Result<String, Error> {
                 )
             }
         }
+        // A GET at any resource version, which the host's watch-fed cache
+        // may answer: `<status>:hit` from the cache, `<status>:live` not.
+        "any-version" => {
+            let mut request = raw_request(Method::Get, arg);
+            request.query.push(("resourceVersion".into(), "0".into()));
+            let response = kubernetes::send(&request).map_err(KubeError::from)?;
+            if !(200..300).contains(&response.status) {
+                return Err(KubeError::from_response(
+                    response.status,
+                    &response.headers,
+                    &response.body,
+                )
+                .into());
+            }
+            let source = response
+                .headers
+                .iter()
+                .find(|(k, _)| k == "pando-cache")
+                .map_or("live", |(_, v)| v.as_str());
+            Ok(format!("{}:{source}", response.status))
+        }
         "create-ns" => {
             let namespace = Namespace {
                 metadata: ObjectMeta {

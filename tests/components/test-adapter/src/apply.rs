@@ -26,6 +26,22 @@ pub fn apply(plan: BundlePlan, greeting: Option<&str>) -> Result<BundleHandle, E
         }
         "ignore-cancel" => ignore_cancel(),
         id => {
+            // Tries the network the host lends without authority: the
+            // answer names what became of it, and should be a refusal.
+            if let Some(addr) = id.strip_prefix("connect-") {
+                let outcome = match std::net::TcpStream::connect(addr) {
+                    Ok(_) => "connected".to_owned(),
+                    Err(e) => format!("refused: {:?}", e.kind()),
+                };
+                let resolved = match std::net::ToSocketAddrs::to_socket_addrs("localhost:80") {
+                    Ok(_) => "resolved".to_owned(),
+                    Err(e) => format!("not resolved: {:?}", e.kind()),
+                };
+                return Ok(BundleHandle {
+                    location: format!("{outcome}; {resolved}"),
+                    id: plan.id,
+                });
+            }
             if let Some(ms) = id.strip_prefix("sleep-") {
                 let ms: u64 = ms
                     .parse()

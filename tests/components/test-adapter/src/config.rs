@@ -1,24 +1,48 @@
-//! The test adapter's configuration: an optional `greeting`.
+//! The test adapter's configuration: an optional `greeting`, and an
+//! optional `misbehave` that makes it break the contract in one way, for
+//! the conformance suite's tests (the suite must catch it).
 
 use pando_adapter_sdk::error::invalid;
 use pando_adapter_sdk::types::Error;
 use serde_json::Value;
 
 /// JSON Schema of the configuration.
-pub const SCHEMA: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"greeting":{"type":"string"}},"additionalProperties":false}"#;
+pub const SCHEMA: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"greeting":{"type":"string"},"misbehave":{"enum":["claim-image-import","import-image-internal","import-image-panic"]}},"additionalProperties":false}"#;
 
-const ALLOWED: &[&str] = &["greeting"];
+const ALLOWED: &[&str] = &["greeting", "misbehave"];
+
+/// A way to break the contract on purpose.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Misbehave {
+    /// Declare `image-import` in capabilities, and still answer
+    /// `unsupported`.
+    ClaimImageImport,
+    /// Answer `import-image` with `internal` instead of `unsupported`.
+    ImportImageInternal,
+    /// Panic in `import-image` (a trap, not a typed answer).
+    ImportImagePanic,
+}
+
+const MISBEHAVIOURS: &[(&str, Misbehave)] = &[
+    ("claim-image-import", Misbehave::ClaimImageImport),
+    ("import-image-internal", Misbehave::ImportImageInternal),
+    ("import-image-panic", Misbehave::ImportImagePanic),
+];
 
 /// The parsed configuration.
 pub struct Config {
     pub greeting: Option<String>,
+    pub misbehave: Option<Misbehave>,
 }
 
 /// Parse by hand rather than with serde's `deny_unknown_fields`, so that the
 /// messages are exactly the ones the host's tests look for.
 pub fn parse(text: &str) -> Result<Config, Error> {
     if text.trim().is_empty() {
-        return Ok(Config { greeting: None });
+        return Ok(Config {
+            greeting: None,
+            misbehave: None,
+        });
     }
     let value: Value = serde_json::from_str(text)
         .map_err(|e| invalid(format!("configuration is not JSON: {e}")))?;
@@ -29,12 +53,29 @@ pub fn parse(text: &str) -> Result<Config, Error> {
         )));
     };
     let mut greeting = None;
+    let mut misbehave = None;
     for (name, value) in fields {
         match (name.as_str(), value) {
             ("greeting", Value::String(s)) => greeting = Some(s),
             ("greeting", other) => {
                 return Err(invalid(format!(
                     "configuration field `greeting` must be a string, not {}",
+                    kind(&other)
+                )));
+            }
+            ("misbehave", Value::String(s)) => {
+                let found = MISBEHAVIOURS.iter().find(|(n, _)| *n == s);
+                misbehave = Some(found.map(|(_, m)| *m).ok_or_else(|| {
+                    let names: Vec<&str> = MISBEHAVIOURS.iter().map(|(n, _)| *n).collect();
+                    invalid(format!(
+                        "configuration field `misbehave` is `{s}`; allowed: {}",
+                        names.join(", ")
+                    ))
+                })?);
+            }
+            ("misbehave", other) => {
+                return Err(invalid(format!(
+                    "configuration field `misbehave` must be a string, not {}",
                     kind(&other)
                 )));
             }
@@ -46,7 +87,10 @@ pub fn parse(text: &str) -> Result<Config, Error> {
             }
         }
     }
-    Ok(Config { greeting })
+    Ok(Config {
+        greeting,
+        misbehave,
+    })
 }
 
 fn kind(value: &Value) -> &'static str {

@@ -11,8 +11,8 @@
 //! | export | behaviour |
 //! |---|---|
 //! | `info` | kind `test`, category single-host; config schema: an object with an optional string `greeting`, `additionalProperties: false` |
-//! | `configure(json)` | empty or `{}` is fine; a non-object or an unknown field is `invalid`, naming the field ("configuration field `bogus` is not known; allowed: greeting") |
-//! | `capabilities` | shared-kernel; everything true but `image_import` and `write_observation` |
+//! | `configure(json)` | empty or `{}` is fine; a non-object or an unknown field is `invalid`, naming the field ("configuration field `bogus` is not known; allowed: greeting, misbehave"). `misbehave` breaks the contract on purpose, for the conformance suite's tests: `claim-image-import` declares `image_import` and still answers `unsupported`; `import-image-internal` answers `import-image` with `internal`; `import-image-panic` panics there |
+//! | `capabilities` | shared-kernel; everything true but `image_import` (unless `misbehave: claim-image-import`) and `write_observation` |
 //! | `health-check` | `Ok` |
 //! | `capacity` | total 4000 mCPU / 8 GiB, 1 node, largest fit `local` with the same |
 //! | `largest-fit-for` | `Some` of that fit |
@@ -24,7 +24,7 @@
 //! | `snapshot-volume(h, into)` | writes N bytes of the pattern (byte i = i % 251) when `h.name` is `bytes-<N>` (N ≤ 16 MiB), else `snapshot of <bundle>/<name>\n`; then closes `into` |
 //! | `restore-volume(h, from)` | reads `from` to its end; `invalid` "restored bytes differ at offset X" unless it equals what `snapshot-volume` writes for `h` |
 //! | `has-image` | `Ok(true)` |
-//! | `import-image` | `unsupported` |
+//! | `import-image` | `unsupported` (but see `misbehave`) |
 //! | `logs(ref, _)` | workload `bytes-<N>`: N bytes of the pattern (N ≤ 16 MiB, else `invalid`); else `log of <bundle>/<workload>\n`; made with the streams import's `from-bytes` |
 //! | `exec(ref, req)` | an echo session: stdin and stdout are pipes; `wait` reads stdin to its end, writes it to stdout (uppercased for command `["upper"]`), closes stdout, returns 0 (7 for `["exit7"]`); `resize` is `Ok`; `stderr` none with a tty, else an empty stream. Without `req.stdin`, stdin is none and reads as empty. Stdout is a 1 MiB pipe: read it while `wait` runs when echoing more |
 //! | `run(ref, req, stdout)` | command `fail …` is `command-failed { exit-code: 3, stderr: "failing as asked\n" }`; else writes `command.join(" ") + "\n"` to `stdout` |
@@ -59,9 +59,11 @@ fn tick() -> u64 {
     CALLS.fetch_add(1, Ordering::Relaxed) + 1
 }
 
-/// The test adapter; its configuration is an optional greeting.
+/// The test adapter; its configuration is an optional greeting, and how
+/// it misbehaves, if asked to.
 struct TestAdapter {
     greeting: Option<String>,
+    misbehave: Option<config::Misbehave>,
 }
 
 const GIB: u64 = 1024 * 1024 * 1024;
@@ -95,6 +97,7 @@ impl Adapter for TestAdapter {
         let config = config::parse(config)?;
         Ok(TestAdapter {
             greeting: config.greeting,
+            misbehave: config.misbehave,
         })
     }
 
@@ -108,7 +111,7 @@ impl Adapter for TestAdapter {
             trial: true,
             write_observation: false,
             egress_restriction: true,
-            image_import: false,
+            image_import: self.misbehave == Some(config::Misbehave::ClaimImageImport),
             volume_snapshot: true,
             edge: true,
         })
@@ -228,7 +231,15 @@ impl Adapter for TestAdapter {
 
     fn import_image(&self, _from: InputStream) -> Result<String, Error> {
         tick();
-        Err(error::unsupported("import_image"))
+        match self.misbehave {
+            Some(config::Misbehave::ImportImageInternal) => {
+                Err(error::internal("import_image is not implemented"))
+            }
+            Some(config::Misbehave::ImportImagePanic) => {
+                panic!("test adapter asked to panic in import_image")
+            }
+            _ => Err(error::unsupported("import_image")),
+        }
     }
 
     fn logs(&self, workload: WorkloadRef, _options: LogOptions) -> Result<InputStream, Error> {

@@ -1,0 +1,124 @@
+"""Volumes, as the Rust adapter keeps them (adapter-kubernetes/src/volumes.rs):
+a PersistentVolumeClaim per volume in the app's namespace, its
+PersistentVolume patched to `Retain` once bound, so destroying the app keeps
+the data unless the volumes are asked for too (R-204); and the namespace the
+claims live in."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from componentize_py_types import Err
+from wit_world.imports import types
+
+from . import errors, kube, names, objects
+from .config import Config
+from .kube import Json
+
+
+def ensure_namespace(ns: str, app_id: str) -> None:
+    """Makes the app's namespace when it is missing. One that exists but is
+    not Pando's is a conflict: Pando never takes over what it did not
+    make."""
+    try:
+        existing = kube.get_opt(kube.namespace_path(ns))
+        if existing is None:
+            kube.create(kube.namespace_path(), objects.namespace(ns, app_id))
+            return
+    except Err as e:
+        raise errors.with_context(e, f"namespace `{ns}`") from None
+    if kube.labels_of(existing).get(objects.MANAGED_BY) != objects.MANAGER:
+        raise errors.conflict(
+            f"namespace `{ns}` exists and is not Pando's (no label "
+            f"`{objects.MANAGED_BY}: {objects.MANAGER}`): rename the app, or remove the namespace"
+        )
+    if (existing.get("metadata") or {}).get("deletionTimestamp"):
+        raise errors.unavailable(f"namespace `{ns}` is being deleted; apply again once it is gone")
+
+
+def _pv_path(name: str) -> str:
+    return f"/api/v1/persistentvolumes/{name}"
+
+
+def set_reclaim_policy(claim: Json, policy: str) -> None:
+    """Sets the reclaim policy of a bound claim's volume to `policy` when it
+    is not so already (a GET, and a PATCH only when needed)."""
+    pv = (claim.get("spec") or {}).get("volumeName") or ""
+    if not pv:
+        return
+    try:
+        existing = kube.get_opt(_pv_path(pv))
+        if existing is None:
+            return
+        current = (existing.get("spec") or {}).get("persistentVolumeReclaimPolicy")
+        if current != policy:
+            kube.merge_patch(_pv_path(pv), {"spec": {"persistentVolumeReclaimPolicy": policy}})
+    except Err as e:
+        raise errors.with_context(e, f"PersistentVolume `{pv}`") from None
+
+
+def ensure_claims(ns: str, desired: List[Json]) -> None:
+    """Creates the plan's missing claims and retains the bound ones'
+    volumes. A claim is never replaced (its spec is immutable, and it holds
+    data); claims the plan no longer has are kept: a volume goes only by
+    `destroy-volume` or `destroy` without `keep-volumes` (R-204)."""
+    existing = kube.list_items(kube.core(ns, "persistentvolumeclaims"))
+    have = {kube.name_of(c) for c in existing}
+    for claim in existing:
+        set_reclaim_policy(claim, "Retain")
+    for claim in desired:
+        if kube.name_of(claim) not in have:
+            kube.create(kube.core(ns, "persistentvolumeclaims"), claim)
+
+
+def handle(app_id: str, ns: str, name: str) -> types.VolumeHandle:
+    """The handle of volume `name` of app `app_id`."""
+    return types.VolumeHandle(bundle=app_id, name=name, location=f"{ns}/{name}")
+
+
+def create_volume(config: Config, request: types.VolumeRequest) -> types.VolumeHandle:
+    """A claim in the app's namespace, which is made as apply makes it when
+    missing. A claim that exists already is the volume."""
+    ns = names.app_namespace(request.bundle)
+    claim = objects.claim(config, request.bundle, request.name, request.size_bytes)
+    ensure_namespace(ns, request.bundle)
+    answer = kube.send(
+        "POST",
+        kube.core(ns, "persistentvolumeclaims"),
+        [("fieldManager", objects.FIELD_MANAGER)],
+        claim,
+    )
+    if not answer.ok and answer.status != 409:
+        raise errors.with_context(answer.error(), f"claim `{ns}/{request.name}`")
+    return handle(request.bundle, ns, request.name)
+
+
+def destroy_claim(ns: str, name: str, claim: Optional[Json] = None) -> None:
+    """Deletes a claim and its data: the volume's reclaim policy goes back
+    to `Delete` first, since deleting a retained volume's claim would leave
+    the disk behind it. A claim already gone is not an error."""
+    path = kube.core(ns, "persistentvolumeclaims", name)
+    try:
+        if claim is None:
+            claim = kube.get_opt(path)
+            if claim is None:
+                return
+        set_reclaim_policy(claim, "Delete")
+        kube.delete_opt(path)
+    except Err as e:
+        raise errors.with_context(e, f"claim `{ns}/{name}`") from None
+
+
+def destroy_volume(volume: types.VolumeHandle) -> None:
+    """`destroy-volume`: the volume's claim and its data."""
+    ns = names.app_namespace(volume.bundle)
+    destroy_claim(ns, objects.claim_name(volume.name))
+
+
+def list_handles(app_id: str, ns: str) -> List[types.VolumeHandle]:
+    """The claims of namespace `ns`, as handles."""
+    try:
+        claims = kube.list_items(kube.core(ns, "persistentvolumeclaims"))
+    except Err as e:
+        raise errors.with_context(e, f"the claims of namespace `{ns}`") from None
+    return [handle(app_id, ns, kube.name_of(c)) for c in claims if kube.name_of(c)]

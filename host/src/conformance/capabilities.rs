@@ -1,0 +1,192 @@
+//! Capabilities mean what they say: a call whose capability is not
+//! declared answers `unsupported`, and one that is declared answers
+//! something else. Exec, run, logs and snapshots are checked the same way
+//! by their own cases; these are the capabilities no other case uses.
+
+use std::time::Duration;
+
+use crate::types::{
+    EdgePlan, EgressPolicy, EgressRule, NetworkRules, ResourceRequirements, Resources,
+    RuntimeCapabilities, TrialRequest,
+};
+
+use super::cases::{EDGE, EGRESS, IMAGE_IMPORT, TRIAL};
+use super::fixture::{Check, Fixture, answered, ensure, failed, unmeasured_note};
+use super::plans;
+
+pub(crate) async fn run(fx: &mut Fixture<'_>) {
+    if !fx.wants_any(&[IMAGE_IMPORT, EDGE, TRIAL, EGRESS]) {
+        return;
+    }
+    let caps = fx.capabilities().await;
+    fx.case(&IMAGE_IMPORT, async |fx, _| {
+        image_import(fx, &caps.clone()?).await
+    })
+    .await;
+    fx.case(&EDGE, async |fx, _| edge(fx, &caps.clone()?).await)
+        .await;
+    let trial_app = fx.bundle_id("trial");
+    fx.case(&TRIAL, async |fx, _| {
+        trial(fx, &caps.clone()?, &trial_app).await
+    })
+    .await;
+    let egress_app = fx.bundle_id("egress");
+    fx.case(&EGRESS, async |fx, notes| {
+        egress(fx, &caps.clone()?, &egress_app, notes).await
+    })
+    .await;
+    for app in [trial_app, egress_app] {
+        fx.cleanup(&app).await;
+    }
+}
+
+/// Declared: an empty stream is not an image, which is `invalid`, not
+/// `unsupported`. Not declared: `unsupported`, whatever the stream.
+async fn image_import(fx: &Fixture<'_>, caps: &RuntimeCapabilities) -> Check {
+    let r = fx.adapter.import_image(&fx.ctx(), tokio::io::empty()).await;
+    if caps.image_import {
+        answered(
+            "import-image of an empty stream (image import is declared)",
+            r,
+            false,
+            &["invalid"],
+        )?;
+    } else {
+        answered(
+            "import-image (image import is not declared)",
+            r,
+            false,
+            &["unsupported"],
+        )?;
+    }
+    Ok(())
+}
+
+/// Declared: the edges are listed and an unknown one is `not-found`. Not
+/// declared: every edge call is `unsupported`. No edge is applied: the
+/// edge is shared by the whole runtime.
+async fn edge(fx: &Fixture<'_>, caps: &RuntimeCapabilities) -> Check {
+    let ctx = fx.ctx();
+    let name = fx.bundle_id("edge");
+    if caps.edge {
+        let edges = fx
+            .adapter
+            .edges(&ctx)
+            .await
+            .map_err(|e| failed("edges (the edge is declared)", &e))?;
+        ensure!(
+            !edges.contains(&name),
+            "edges lists `{name}`, which was never applied"
+        );
+        fx.adapter
+            .edge_volumes(&ctx)
+            .await
+            .map_err(|e| failed("edge-volumes (the edge is declared)", &e))?;
+        let r = fx.adapter.observe_edge(&ctx, &name).await;
+        answered("observe-edge of an unknown edge", r, false, &["not-found"])?;
+        return Ok(());
+    }
+    let unsupported = ["unsupported"];
+    let plan = EdgePlan {
+        name: name.clone(),
+        image: fx.options.image.clone(),
+        command: vec![],
+        args: vec![],
+        env: vec![],
+        replicas: None,
+        http_port: 80,
+        https_port: 443,
+        resources: ResourceRequirements {
+            requests: Resources {
+                cpu_millis: 10,
+                memory_bytes: 16 << 20,
+            },
+            limits: None,
+        },
+    };
+    let what = |call: &str| format!("{call} (the edge is not declared)");
+    let r = fx.adapter.apply_edge(&ctx, &plan).await;
+    answered(&what("apply-edge"), r, false, &unsupported)?;
+    let r = fx.adapter.observe_edge(&ctx, &name).await;
+    answered(&what("observe-edge"), r, false, &unsupported)?;
+    let r = fx.adapter.remove_edge(&ctx, &name).await;
+    answered(&what("remove-edge"), r, false, &unsupported)?;
+    let r = fx.adapter.edges(&ctx).await;
+    answered(&what("edges"), r, false, &unsupported)?;
+    let r = fx.adapter.edge_volumes(&ctx).await;
+    answered(&what("edge-volumes"), r, false, &unsupported)?;
+    Ok(())
+}
+
+/// Declared: a short trial of the server workload reports, and reports
+/// writes exactly when write observation is declared. Not declared:
+/// `unsupported`.
+async fn trial(fx: &Fixture<'_>, caps: &RuntimeCapabilities, app: &str) -> Check {
+    let request = TrialRequest {
+        bundle: app.into(),
+        workload: plans::server(&fx.options.image),
+        network: NetworkRules {
+            egress: EgressPolicy::None,
+        },
+        pull_credentials: vec![],
+        duration_ms: 3000,
+    };
+    // The trial watches for its duration; the rest is the runtime's.
+    let ctx = fx
+        .ctx()
+        .with_timeout(Duration::from_millis(request.duration_ms) + fx.options.settle_timeout);
+    let r = fx.adapter.trial(&ctx, &request).await;
+    if !caps.trial {
+        answered("trial (trial is not declared)", r, false, &["unsupported"])?;
+        return Ok(());
+    }
+    let result = r.map_err(|e| failed("trial (trial is declared)", &e))?;
+    ensure!(
+        result.writes.is_some() == caps.write_observation,
+        "trial reported writes {:?} while write observation is {}declared",
+        result.writes,
+        if caps.write_observation { "" } else { "not " }
+    );
+    Ok(())
+}
+
+/// An egress rule naming a DNS name can be enforced only by an adapter
+/// that declares egress restriction. Not declared: the plan is
+/// `unsupported` and nothing is written. Declared: it applies.
+async fn egress(
+    fx: &Fixture<'_>,
+    caps: &RuntimeCapabilities,
+    app: &str,
+    notes: &mut Vec<String>,
+) -> Check {
+    let mut plan = plans::plan(app, vec![plans::server(&fx.options.image)]);
+    plan.network.egress = EgressPolicy::Restricted(vec![EgressRule {
+        destination: "api.conformance.invalid".into(),
+        ports: vec![443],
+    }]);
+    let (r, sent) = fx.measured(fx.adapter.apply(&fx.ctx(), &plan)).await;
+    if caps.egress_restriction {
+        r.map_err(|e| {
+            failed(
+                "apply of a plan with restricted egress (egress restriction is declared)",
+                &e,
+            )
+        })?;
+        return Ok(());
+    }
+    answered(
+        "apply of a plan with egress restricted to a DNS name (egress restriction is not declared)",
+        r,
+        false,
+        &["unsupported"],
+    )?;
+    match sent {
+        Some(sent) => ensure!(
+            sent.writes() == 0,
+            "the refused plan wrote: {}",
+            sent.only_writes()
+        ),
+        None => notes.push(unmeasured_note()),
+    }
+    Ok(())
+}

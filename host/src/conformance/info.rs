@@ -1,0 +1,78 @@
+//! Who the adapter is and what it says it can do: `info`, `capabilities`,
+//! `health-check`.
+
+use super::cases::{CAPABILITIES, HEALTH, INFO};
+use super::fixture::{Check, Fixture, ensure, fail, failed, skip};
+use crate::CallError;
+use crate::types::Error as AdapterError;
+
+pub(crate) async fn run(fx: &mut Fixture<'_>) {
+    fx.case(&INFO, async |fx, _| info(fx)).await;
+
+    // Read even when C-INFO-02 is not selected: other cases are chosen by
+    // them.
+    let first = fx.adapter.capabilities(&fx.ctx()).await;
+    fx.set_capabilities(first.as_ref().map(|c| *c).map_err(|e| e.to_string()));
+    fx.case(&CAPABILITIES, async |fx, notes| {
+        let first = first.map_err(|e| failed("capabilities", &e))?;
+        let again = fx
+            .adapter
+            .capabilities(&fx.ctx())
+            .await
+            .map_err(|e| failed("capabilities, asked again", &e))?;
+        ensure!(
+            first == again,
+            "capabilities changed between two calls: {first:?}, then {again:?}"
+        );
+        ensure!(
+            !first.write_observation || first.trial,
+            "write observation is declared without trial, the only call that reports writes"
+        );
+        notes.push(format!("declared: {first:?}"));
+        Ok(())
+    })
+    .await;
+
+    // Health is a verdict on the cluster as much as on the adapter: a
+    // typed `unavailable` is a truthful answer about a cluster that cannot
+    // be used (the Kubernetes adapter says so on a cluster without a pod
+    // network to check NetworkPolicy with), and the case cannot tell it
+    // from a wrong one. It is a skip, with the adapter's reason; any other
+    // error fails.
+    fx.case(&HEALTH, async |fx, _| {
+        match fx.adapter.health_check(&fx.ctx()).await {
+            Ok(()) => Ok(()),
+            Err(CallError::Adapter(AdapterError::Unavailable(why))) => Err(skip(format!(
+                "the adapter finds this cluster unusable, so health cannot be shown to work \
+                 here: {why}"
+            ))),
+            Err(e) => Err(failed("health-check", &e)),
+        }
+    })
+    .await;
+}
+
+fn info(fx: &Fixture<'_>) -> Check {
+    let info = fx.adapter.kind_info();
+    ensure!(
+        !info.kind.is_empty() && !info.kind.contains(char::is_whitespace),
+        "the kind `{}` is not one word",
+        info.kind
+    );
+    ensure!(
+        !info.description.trim().is_empty(),
+        "the description is empty"
+    );
+    let schema: serde_json::Value = serde_json::from_str(&info.config_schema)
+        .map_err(|e| fail(format!("the configuration schema is not JSON: {e}")))?;
+    ensure!(
+        schema.is_object(),
+        "the configuration schema is not a JSON Schema object: {schema}"
+    );
+    ensure!(
+        crate::SERVED_VERSIONS.contains(&fx.adapter.shape().version.as_str()),
+        "the contract version {} is not one this host serves",
+        fx.adapter.shape().version
+    );
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! The conformance suite: contract cases run against any adapter component
+//! through the host's typed API, chosen by the capabilities the adapter
+//! declares (R-254). `pando-host conformance` is this module on the
+//! command line; `docs/conformance.md` lists every case and why it exists.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use pando_host::conformance::{self, Options, Target};
+//! use pando_host::{Host, LoadOptions};
+//! let target = Target {
+//!     host: Host::builder().build()?,
+//!     component: "adapter.wasm".into(),
+//!     load: LoadOptions::default(),
+//! };
+//! let report = conformance::run(&target, &Options::default()).await?;
+//! for case in &report.cases {
+//!     println!("{}", case.line());
+//! }
+//! assert!(report.is_success());
+//! # Ok(()) }
+//! ```
+//!
+//! The suite is runtime-neutral: it calls only the adapter's exports, and
+//! for "writes nothing" and "needs no API call" it reads the host's own
+//! record of the adapter's Kubernetes requests
+//! ([`crate::Adapter::kubernetes_requests`]). It makes its own apps, named
+//! `conf-<random>-<group>`, and destroys them (volumes included) on every
+//! path.
+
+mod apply;
+mod capabilities;
+mod capacity;
+mod cases;
+mod config;
+mod errors;
+mod fixture;
+mod info;
+mod junit;
+mod lifecycle;
+mod plans;
+mod report;
+mod sessions;
+mod tar;
+mod upstream;
+mod volumes;
+mod watch;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+
+use crate::types::{VolumeHandle, WorkloadRef};
+use crate::{Host, LoadError, LoadOptions};
+
+pub use cases::{CASES, Case};
+pub use report::{CaseResult, Outcome, Report};
+
+/// The adapter under test: what the suite loads it from. The suite loads
+/// it more than once: with configurations it must reject, and a second
+/// time for the bundle watch, so the watch's requests are counted apart.
+#[derive(Clone)]
+pub struct Target {
+    /// The host that loads it.
+    pub host: Host,
+    /// The component file.
+    pub component: PathBuf,
+    /// Its grants, configuration, limits and Kubernetes client.
+    pub load: LoadOptions,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("component", &self.component)
+            .field("load", &self.load)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the suite runs.
+#[derive(Clone)]
+pub struct Options {
+    /// Only the cases whose id matches one of these patterns (`*` matches
+    /// any run of characters: `C-APPLY-*`); empty runs every case.
+    pub only: Vec<String>,
+    /// The image of the test workloads. It needs `sh`, `echo`, `cat` and
+    /// `sleep` (busybox has them).
+    pub image: String,
+    /// What a satisfied `apply` of a plan with pull credentials may still
+    /// write, as resources are spelled in grants (`secrets`): what the
+    /// adapter documents it rewrites on every call (O-41). The contract has
+    /// no field for it yet; the default is the Kubernetes adapter's pull
+    /// Secret.
+    pub rewrites: Vec<String>,
+    /// How long to wait for the runtime to get somewhere: a workload to
+    /// run or exit, a deletion, the first watch event.
+    pub settle_timeout: Duration,
+    /// The longest any one case may take, its set-up included.
+    pub case_timeout: Duration,
+    /// What the runtime needs from outside the adapter, for simulated
+    /// runtimes; none for a real one.
+    pub environment: Option<Arc<dyn Environment>>,
+    /// Called with each case's result as it is known, for progress
+    /// output; the report holds them all at the end.
+    pub progress: Option<Progress>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            only: Vec::new(),
+            image: "busybox:1.36".into(),
+            rewrites: vec!["secrets".into()],
+            settle_timeout: Duration::from_secs(90),
+            case_timeout: Duration::from_secs(300),
+            environment: None,
+            progress: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("only", &self.only)
+            .field("image", &self.image)
+            .field("rewrites", &self.rewrites)
+            .field("settle_timeout", &self.settle_timeout)
+            .field("case_timeout", &self.case_timeout)
+            .field("environment", &self.environment.is_some())
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// A progress callback: called with each case's result as it is known.
+pub type Progress = Arc<dyn Fn(&CaseResult) + Send + Sync>;
+
+/// What a simulated runtime needs from outside the adapter. A real
+/// runtime runs the test workloads' commands; a simulator (KWOK, which
+/// runs no containers) has to be told what they would have done. The
+/// defaults do nothing. (Boxed futures rather than `async fn`, so the
+/// trait is object-safe and implementing it needs no macro.)
+pub trait Environment: Send + Sync {
+    /// Called once the suite's finishing workload (its command is
+    /// `echo …; exit CODE`) is running: make it exit with `code`, as the
+    /// command would.
+    fn finish_workload<'a>(
+        &'a self,
+        workload: &'a WorkloadRef,
+        code: i32,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        let _ = (workload, code);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Called before the suite applies the plan whose volume it writes and
+    /// reads back (`C-VOL-01`): provide storage for it on a runtime that
+    /// provisions none itself.
+    fn prepare_volume<'a>(&'a self, volume: &'a VolumeHandle) -> BoxFuture<'a, Result<(), String>> {
+        let _ = volume;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Called once the suite has destroyed the app of a volume it
+    /// prepared: release what [`Environment::prepare_volume`] provided.
+    fn release_volume<'a>(&'a self, volume: &'a VolumeHandle) -> BoxFuture<'a, ()> {
+        let _ = volume;
+        Box::pin(async {})
+    }
+}
+
+/// Why the suite could not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The adapter did not load with its own configuration.
+    #[error("the adapter under test did not load: {0}")]
+    Load(#[from] LoadError),
+}
+
+/// Runs the suite against `target`: every case, or those `options.only`
+/// selects, one after another (the request counts they compare are the
+/// adapter's, so cases must not overlap). A case that fails does not stop
+/// the others.
+pub async fn run(target: &Target, options: &Options) -> Result<Report, Error> {
+    let started = Instant::now();
+    let adapter = target
+        .host
+        .load_file(&target.component, target.load.clone())
+        .await?;
+    let mut fx = fixture::Fixture::new(target, options, adapter.clone());
+    info::run(&mut fx).await;
+    config::run(&mut fx).await;
+    upstream::run(&mut fx).await;
+    errors::run(&mut fx).await;
+    capabilities::run(&mut fx).await;
+    apply::run(&mut fx).await;
+    lifecycle::run(&mut fx).await;
+    volumes::run(&mut fx).await;
+    watch::run(&mut fx).await;
+    Ok(Report {
+        adapter: adapter.kind_info().kind.clone(),
+        component: target.component.display().to_string(),
+        digest: adapter.digest().to_string(),
+        duration: started.elapsed(),
+        cases: fx.into_results(),
+    })
+}

@@ -1,0 +1,192 @@
+//! What a run of the suite found: one result per case, and the run's
+//! summary.
+
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+
+use super::cases::Case;
+
+/// How a case ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "reason", rename_all = "lowercase")]
+pub enum Outcome {
+    /// The adapter did what the contract says.
+    Pass,
+    /// It did not: why, naming the call and what it answered.
+    Fail(String),
+    /// Not checked: why (a capability not declared, a runtime that could
+    /// not show it).
+    Skip(String),
+}
+
+impl Outcome {
+    /// `PASS`, `FAIL` or `SKIP`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "PASS",
+            Outcome::Fail(_) => "FAIL",
+            Outcome::Skip(_) => "SKIP",
+        }
+    }
+
+    /// The reason of a failure or a skip.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Outcome::Pass => None,
+            Outcome::Fail(r) | Outcome::Skip(r) => Some(r),
+        }
+    }
+}
+
+/// One case's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    /// The case's stable id (`C-APPLY-02`).
+    pub id: String,
+    /// The spec rules it checks, comma-separated (`R-243,R-242`); empty
+    /// when the spec names none.
+    pub rule: String,
+    /// What it checks.
+    pub name: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// How long it took, its set-up included.
+    #[serde(rename = "duration_ms", serialize_with = "millis")]
+    pub duration: Duration,
+    /// What a reader of a pass should know (a check that could not be
+    /// made on this runtime, what was measured).
+    pub notes: Vec<String>,
+}
+
+impl CaseResult {
+    pub(crate) fn new(
+        case: &Case,
+        outcome: Outcome,
+        duration: Duration,
+        notes: Vec<String>,
+    ) -> Self {
+        CaseResult {
+            id: case.id.into(),
+            rule: case.rule(),
+            name: case.name.into(),
+            outcome,
+            duration,
+            notes,
+        }
+    }
+
+    /// The case as one line:
+    /// `PASS C-APPLY-02 O-41 apply again … (1.2s)`, then `: reason` for a
+    /// failure or a skip.
+    pub fn line(&self) -> String {
+        let mut line = format!("{} {}", self.outcome.label(), self.id);
+        if !self.rule.is_empty() {
+            line.push(' ');
+            line.push_str(&self.rule);
+        }
+        line.push(' ');
+        line.push_str(&self.name);
+        line.push_str(&format!(" ({:.1}s)", self.duration.as_secs_f64()));
+        if let Some(reason) = self.outcome.reason() {
+            line.push_str(": ");
+            // One line per case: a reason quoting a multi-line message is
+            // folded.
+            line.push_str(&reason.replace('\n', " "));
+        }
+        line
+    }
+}
+
+fn millis<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The adapter's kind.
+    pub adapter: String,
+    /// The component file.
+    pub component: String,
+    /// Its SHA-256.
+    pub digest: String,
+    /// How long the run took.
+    #[serde(rename = "duration_ms", serialize_with = "millis")]
+    pub duration: Duration,
+    /// Each case run, in order.
+    pub cases: Vec<CaseResult>,
+}
+
+impl Report {
+    /// How many cases passed.
+    pub fn passed(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Pass))
+    }
+
+    /// How many failed.
+    pub fn failed(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Fail(_)))
+    }
+
+    /// How many were skipped.
+    pub fn skipped(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Skip(_)))
+    }
+
+    /// No case failed.
+    pub fn is_success(&self) -> bool {
+        self.failed() == 0
+    }
+
+    /// The cases that failed.
+    pub fn failures(&self) -> impl Iterator<Item = &CaseResult> {
+        self.cases
+            .iter()
+            .filter(|c| matches!(c.outcome, Outcome::Fail(_)))
+    }
+
+    /// The result of case `id`, if it ran.
+    pub fn case(&self, id: &str) -> Option<&CaseResult> {
+        self.cases.iter().find(|c| c.id == id)
+    }
+
+    /// `28 cases: 25 passed, 0 failed, 3 skipped (74.2s)`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} cases: {} passed, {} failed, {} skipped ({:.1}s)",
+            self.cases.len(),
+            self.passed(),
+            self.failed(),
+            self.skipped(),
+            self.duration.as_secs_f64()
+        )
+    }
+
+    /// One line per case (and its notes, indented), then the summary.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for case in &self.cases {
+            out.push_str(&case.line());
+            out.push('\n');
+            for note in &case.notes {
+                out.push_str("    note: ");
+                out.push_str(note);
+                out.push('\n');
+            }
+        }
+        out.push_str(&self.summary());
+        out.push('\n');
+        out
+    }
+
+    /// The report as a JUnit XML document: one `testsuite`, one
+    /// `testcase` per case.
+    pub fn to_junit(&self) -> String {
+        super::junit::render(self)
+    }
+
+    fn count(&self, f: impl Fn(&Outcome) -> bool) -> usize {
+        self.cases.iter().filter(|c| f(&c.outcome)).count()
+    }
+}

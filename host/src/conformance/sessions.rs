@@ -1,0 +1,160 @@
+//! Exec (R-084) and run (R-423) in the running server workload: output
+//! and exit status come back; or, when not declared, `unsupported`.
+
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+
+use crate::CallError;
+use crate::streams::ByteStream;
+use crate::types::{Error as AdapterError, ExecRequest, RunRequest};
+
+use super::fixture::{Check, Fixture, answered, ensure, fail, failed};
+use super::plans::{SERVER, wref};
+
+/// The most output a session's stream is read to.
+const MAX_OUTPUT: usize = 1 << 20;
+
+fn sh(script: &str) -> Vec<String> {
+    vec!["sh".into(), "-c".into(), script.into()]
+}
+
+/// A stream to its end, within the settle timeout.
+async fn read_all(fx: &Fixture<'_>, what: &str, stream: &mut ByteStream) -> Check<String> {
+    match tokio::time::timeout(fx.options.settle_timeout, stream.read_to_end(MAX_OUTPUT)).await {
+        Ok(Ok(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Ok(Err(e)) => Err(fail(format!("reading {what} failed: {e}"))),
+        Err(_) => Err(fail(format!(
+            "{what} did not end within {} s",
+            fx.options.settle_timeout.as_secs()
+        ))),
+    }
+}
+
+/// A line on stdin comes back on stdout, a line on stderr, and the exit
+/// status is the script's.
+pub(crate) async fn exec(fx: &Fixture<'_>, app: &str, declared: bool) -> Check {
+    let request = ExecRequest {
+        // One line, not to the end of stdin: whether closing stdin reaches
+        // the process depends on the runtime's protocol.
+        command: sh(r#"read l; echo "got $l"; echo oops >&2; exit 7"#),
+        stdin: true,
+        tty: false,
+        size: None,
+    };
+    let r = fx
+        .adapter
+        .exec(&fx.ctx(), &wref(app, SERVER), &request)
+        .await;
+    if !declared {
+        answered("exec (exec is not declared)", r, false, &["unsupported"])?;
+        return Ok(());
+    }
+    let mut session = r.map_err(|e| failed("exec", &e))?;
+    let mut stdin = session
+        .stdin()
+        .await
+        .map_err(|e| failed("the session's stdin", &e))?
+        .ok_or_else(|| fail("the session has no stdin though it was asked for"))?;
+    let mut stdout = session
+        .stdout()
+        .await
+        .map_err(|e| failed("the session's stdout", &e))?
+        .ok_or_else(|| fail("the session has no stdout"))?;
+    let mut stderr = session
+        .stderr()
+        .await
+        .map_err(|e| failed("the session's stderr", &e))?
+        .ok_or_else(|| fail("the session has no stderr though it has no terminal"))?;
+    stdin
+        .write_all(b"conformance\n")
+        .await
+        .map_err(|e| fail(format!("writing the session's stdin failed: {e}")))?;
+    let out = read_all(fx, "the session's stdout", &mut stdout).await?;
+    let err = read_all(fx, "the session's stderr", &mut stderr).await?;
+    let code = session
+        .wait(&fx.ctx())
+        .await
+        .map_err(|e| failed("waiting for the session", &e))?;
+    drop(stdin);
+    ensure!(
+        out == "got conformance\n",
+        "the session's stdout was {out:?}, not \"got conformance\\n\""
+    );
+    ensure!(
+        err.contains("oops"),
+        "the session's stderr was {err:?}, without what the command wrote there"
+    );
+    ensure!(code == 7, "the session exited {code}, not 7");
+    Ok(())
+}
+
+/// Runs a failing command, then a succeeding one.
+pub(crate) async fn run(fx: &Fixture<'_>, app: &str, declared: bool) -> Check {
+    let workload = wref(app, SERVER);
+    let failing = RunRequest {
+        command: sh("echo out; echo err >&2; exit 4"),
+        env: vec![],
+    };
+    let (r, out) = run_once(fx, &workload, &failing).await;
+    if !declared {
+        answered("run (run is not declared)", r, false, &["unsupported"])?;
+        return Ok(());
+    }
+    match r {
+        Err(CallError::Adapter(AdapterError::CommandFailed(f))) => {
+            ensure!(
+                f.exit_code == 4,
+                "run of a command exiting 4 reported exit code {}",
+                f.exit_code
+            );
+            ensure!(
+                f.stderr.contains("err"),
+                "run of a failing command kept stderr {:?}, without what it wrote there",
+                f.stderr
+            );
+        }
+        Err(e) => {
+            return Err(failed(
+                "run of a command exiting 4 (expected command-failed)",
+                &e,
+            ));
+        }
+        Ok(_) => return Err(fail("run of a command exiting 4 reported success")),
+    }
+    let out = out?;
+    ensure!(
+        out == "out\n",
+        "run of a failing command wrote {out:?} to stdout, not \"out\\n\""
+    );
+
+    let fine = RunRequest {
+        command: sh("echo fine"),
+        env: vec![],
+    };
+    let (r, out) = run_once(fx, &workload, &fine).await;
+    r.map_err(|e| failed("run of `echo fine`", &e))?;
+    let out = out?;
+    ensure!(out == "fine\n", "run of `echo fine` wrote {out:?}");
+    Ok(())
+}
+
+/// One `run`, its stdout collected.
+async fn run_once(
+    fx: &Fixture<'_>,
+    workload: &crate::types::WorkloadRef,
+    request: &RunRequest,
+) -> (Result<u64, CallError>, Check<String>) {
+    let (writer, mut reader) = tokio::io::duplex(1 << 16);
+    let collect = async {
+        let mut out = String::new();
+        match tokio::time::timeout(Duration::from_secs(120), reader.read_to_string(&mut out)).await
+        {
+            Ok(Ok(_)) => Ok(out),
+            Ok(Err(e)) => Err(fail(format!("reading run's stdout failed: {e}"))),
+            Err(_) => Err(fail("run's stdout did not end")),
+        }
+    };
+    let ctx = fx.ctx();
+    tokio::join!(fx.adapter.run(&ctx, workload, request, writer), collect)
+}

@@ -1,0 +1,269 @@
+//! The watch-fed cache: the adapter's reads of hot resources answered from
+//! stores in the host, each fed by one watch (`kube-runtime` reflectors),
+//! so that observing thousands of apps costs the API server nothing but
+//! four watches.
+//!
+//! What is kept: namespaces, pods, Services and PersistentVolumeClaims that
+//! carry the cache's label selector (by default Pando's
+//! `app.kubernetes.io/managed-by=pando`), cluster-wide, without
+//! `managedFields` or kubectl's last-applied copy.
+//!
+//! What is answered, and the consistency the guest gets:
+//! - Only a `GET` or `LIST` that asks for `resourceVersion=0`, which in
+//!   Kubernetes means "any version; a cache may answer", as the API
+//!   server's own watch cache does. A request without it is a consistent
+//!   read and goes to the API server, so an adapter decides per request
+//!   (the Kubernetes adapter's `observe` opts in; `apply` does not: it must
+//!   see its own writes).
+//! - A `GET` answered only when the object is in the store (an object
+//!   without the label may exist all the same: a miss goes to the API
+//!   server). A `LIST` answered only when its label selector includes every
+//!   requirement of the cache's, so nothing it selects can be missing from
+//!   the store; other query keys (`fieldSelector`, `limit`, …) go to the
+//!   API server.
+//! - Only while the store's watch is connected and has listed: from a watch
+//!   error until the re-list after it, every read goes to the API server.
+//!   While connected, a store lags the API server by the watch's delivery
+//!   time.
+//! - The answer says it came from the cache, and how old: headers
+//!   `pando-cache: hit` and `pando-cache-age-ms` (since the store last heard
+//!   of a change or listed; it grows while nothing changes, and the store is
+//!   current all the same). The list's `resourceVersion` is the newest the
+//!   store has seen: not older than that.
+//! - Grants are enforced exactly as on a live request: the request is
+//!   parsed, canonicalized and checked by the same code before the cache
+//!   is asked, and audited (`cached: true`). A cached read costs no rate
+//!   budget: the budget protects the API server, which it does not reach.
+//!
+//! The stores read with the host's identity, not the adapter's: one cache
+//! serves every adapter the host loads with the same client
+//! ([`crate::LoadOptions::kubernetes_cache`]).
+
+mod selector;
+mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Service};
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+use serde::Serialize;
+
+use crate::grants::path::{ApiTarget, Verb};
+pub use selector::Selector;
+use store::{Reflected, list_key};
+
+/// How the cache is set up.
+#[derive(Debug, Clone)]
+pub struct CacheOptions {
+    /// Which objects are kept: a label selector in the equality form
+    /// (`k=v,k2`).
+    pub label_selector: String,
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        CacheOptions {
+            label_selector: "app.kubernetes.io/managed-by=pando".into(),
+        }
+    }
+}
+
+/// The cache could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The label selector is not in the equality form.
+    #[error(
+        "the cache's label selector `{0}` is not of the form `key=value,key2`: set-based \
+         selectors cannot decide which lists the cache may answer"
+    )]
+    Selector(String),
+}
+
+/// A cached answer.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// The JSON body, as the API server would send it.
+    pub body: Vec<u8>,
+    /// How long ago the store last heard from the API server.
+    pub age: Duration,
+}
+
+/// The watch-fed cache (see the module doc). Its watches run on the tokio
+/// runtime it was started on and stop when it is dropped.
+pub struct WatchCache {
+    selector: Selector,
+    namespaces: Reflected<Namespace>,
+    pods: Reflected<Pod>,
+    services: Reflected<Service>,
+    claims: Reflected<PersistentVolumeClaim>,
+}
+
+impl std::fmt::Debug for WatchCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchCache")
+            .field("selector", &self.selector)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WatchCache {
+    /// Starts the four watches with `client`. Must be called within a
+    /// tokio runtime.
+    pub fn start(client: kube::Client, options: CacheOptions) -> Result<Arc<Self>, CacheError> {
+        let selector = Selector::parse(&options.label_selector)
+            .ok_or_else(|| CacheError::Selector(options.label_selector.clone()))?;
+        let s = &options.label_selector;
+        Ok(Arc::new(WatchCache {
+            selector,
+            namespaces: Reflected::start(client.clone(), s),
+            pods: Reflected::start(client.clone(), s),
+            services: Reflected::start(client.clone(), s),
+            claims: Reflected::start(client, s),
+        }))
+    }
+
+    /// Whether every store has listed and its watch is connected.
+    pub fn is_synced(&self) -> bool {
+        self.namespaces.ready().is_some()
+            && self.pods.ready().is_some()
+            && self.services.ready().is_some()
+            && self.claims.ready().is_some()
+    }
+
+    /// Waits until [`is_synced`](Self::is_synced), up to `timeout`; whether
+    /// it is.
+    pub async fn wait_synced(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !self.is_synced() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
+    }
+
+    /// Objects held, all stores together (for memory accounting).
+    pub fn len(&self) -> usize {
+        self.namespaces.len() + self.pods.len() + self.services.len() + self.claims.len()
+    }
+
+    /// Whether no object is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Answers a request the grants have already allowed, when the module
+    /// doc's conditions hold; `None` sends it to the API server.
+    pub fn answer(
+        &self,
+        verb: Verb,
+        target: &ApiTarget,
+        query: &[(String, String)],
+    ) -> Option<Hit> {
+        if !matches!(verb, Verb::Get | Verb::List)
+            || !target.group.is_empty()
+            || target.version != "v1"
+            || target.subresource.is_some()
+        {
+            return None;
+        }
+        let mut any_version = false;
+        let mut labels = None;
+        for (k, v) in query {
+            match k.as_str() {
+                "resourceVersion" if v == "0" => any_version = true,
+                "labelSelector" => labels = Some(v.as_str()),
+                _ => return None,
+            }
+        }
+        if !any_version {
+            return None;
+        }
+        let request = Request {
+            name: target.name.as_deref(),
+            namespace: target.namespace.as_deref(),
+            labels,
+            selector: &self.selector,
+        };
+        match target.resource.as_str() {
+            "namespaces" => request.answer(&self.namespaces, "NamespaceList"),
+            "pods" => request.answer(&self.pods, "PodList"),
+            "services" => request.answer(&self.services, "ServiceList"),
+            "persistentvolumeclaims" => request.answer(&self.claims, "PersistentVolumeClaimList"),
+            _ => None,
+        }
+    }
+}
+
+/// One read, for any store.
+struct Request<'a> {
+    name: Option<&'a str>,
+    namespace: Option<&'a str>,
+    labels: Option<&'a str>,
+    selector: &'a Selector,
+}
+
+impl Request<'_> {
+    fn answer<K>(&self, reflected: &Reflected<K>, list_kind: &str) -> Option<Hit>
+    where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + Serialize
+            + Send
+            + Sync
+            + 'static,
+    {
+        let (store, age, version) = reflected.ready()?;
+        if let Some(name) = self.name {
+            if self.labels.is_some() {
+                return None;
+            }
+            let mut key = ObjectRef::<K>::new(name);
+            if let Some(ns) = self.namespace {
+                key = key.within(ns);
+            }
+            let obj = store.get(&key)?;
+            let body = serde_json::to_vec(&*obj).ok()?;
+            return Some(Hit { body, age });
+        }
+        let wanted = Selector::parse(self.labels.unwrap_or(""))?;
+        if !wanted.implies(self.selector) {
+            return None;
+        }
+        let mut items: Vec<_> = store.state_filter(|o| {
+            (self.namespace.is_none() || o.namespace().as_deref() == self.namespace)
+                && wanted.matches(o.labels())
+        });
+        items.sort_by_key(|o| list_key(o.as_ref()));
+        let list = List {
+            api_version: "v1",
+            kind: list_kind,
+            metadata: ListMeta {
+                resource_version: version.to_string(),
+            },
+            items: items.iter().map(|o| o.as_ref()).collect(),
+        };
+        let body = serde_json::to_vec(&list).ok()?;
+        Some(Hit { body, age })
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct List<'a, K: Serialize> {
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: ListMeta,
+    items: Vec<&'a K>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListMeta {
+    resource_version: String,
+}
