@@ -1,0 +1,136 @@
+//! A call that makes three Kubernetes round trips: the host's overhead
+//! against the API's own time.
+//!
+//! Host: kube-probe's `apply` with plan id `flood:3`, which makes three
+//! typed GETs of `/api/v1/namespaces/default` through the host's
+//! Kubernetes import (each checked against the grants, counted against a
+//! rate budget too large to throttle, audited, sent, and its body handed
+//! to the guest, which decodes it with the SDK's typed client). Native: the
+//! same three `Api::<Namespace>::get("default")` with kube-rs. Both use one
+//! `kube::Client` of the `pando` identity (the host is given a clone), so
+//! the connection pool, TLS session and server are the same; calls
+//! alternate host and native.
+
+use std::time::Instant;
+
+use anyhow::{Result, ensure};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use pando_host::types::{BundlePlan, EgressPolicy, NetworkRules};
+use pando_host::{Adapter, LoadOptions};
+
+use super::{call_ctx, us, what};
+use crate::env::{self, Identity};
+use crate::report::{Bench, Row, Unit};
+use crate::{audit, cpu, stats::Summary};
+
+const GETS: usize = 3;
+
+/// Runs it.
+pub async fn run(quick: bool) -> Result<Bench> {
+    let (warmup, samples) = if quick { (10, 60) } else { (50, 1_000) };
+    let client = env::client(Identity::Pando).await?;
+    let host = env::host()?;
+    let adapter = env::load(
+        &host,
+        &env::kube_probe()?,
+        LoadOptions {
+            grants: env::probe_grants()?,
+            kubernetes: Some(client.clone()),
+            ..LoadOptions::default()
+        },
+    )
+    .await?;
+    let namespaces: Api<Namespace> = Api::all(client);
+    let plan = flood_plan();
+
+    for _ in 0..warmup {
+        host_call(&adapter, &plan).await?;
+        native_call(&namespaces).await?;
+    }
+    let audited_before = audit::count();
+    let (mut host, mut native) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+    // CPU time the process spent in each side's calls (all threads: the
+    // guest, the host's import, hyper's connection task).
+    let (mut host_cpu, mut native_cpu) = (0u64, 0u64);
+    for _ in 0..samples {
+        let c = cpu::process_ns();
+        let t = Instant::now();
+        host_call(&adapter, &plan).await?;
+        host.push(us(t.elapsed()));
+        let c2 = cpu::process_ns();
+        host_cpu += c2 - c;
+        let t = Instant::now();
+        native_call(&namespaces).await?;
+        native.push(us(t.elapsed()));
+        native_cpu += cpu::process_ns() - c2;
+    }
+    let per_call = (audit::count() - audited_before) as f64 / samples as f64;
+    ensure!(
+        (per_call - GETS as f64).abs() < 0.01,
+        "the host audited {per_call} requests per call, not {GETS}"
+    );
+
+    let row = Row::new("call with 3 GETs", Unit::Us, &host, &native);
+    let mut bench = Bench::new("kube-3rtt", what("kube-3rtt"));
+    if let (Some(h), Some(n)) = (Summary::of(&host), Summary::of(&native)) {
+        let overhead = h.median - n.median;
+        let pct = overhead / n.median * 100.0;
+        bench.rows.push(
+            row.target("host overhead ≤ 5% of the API time", pct <= 5.0)
+                .extra(
+                    "overhead, p50 host − p50 native",
+                    format!("{overhead:.0} µs = {pct:.1}%"),
+                )
+                .extra(
+                    "per round trip, p50",
+                    format!(
+                        "host {:.0} µs, native {:.0} µs",
+                        h.median / GETS as f64,
+                        n.median / GETS as f64
+                    ),
+                )
+                .extra("requests audited per host call", format!("{per_call:.2}"))
+                .extra(
+                    "CPU time of this process per call, mean",
+                    format!(
+                        "host {:.0} µs, native {:.0} µs",
+                        host_cpu as f64 / samples as f64 / 1e3,
+                        native_cpu as f64 / samples as f64 / 1e3
+                    ),
+                ),
+        );
+    }
+    Ok(bench)
+}
+
+/// kube-probe's `flood:3`: three GETs of namespace `default`.
+fn flood_plan() -> BundlePlan {
+    BundlePlan {
+        id: format!("flood:{GETS}"),
+        revision: "1".into(),
+        workloads: Vec::new(),
+        volumes: Vec::new(),
+        network: NetworkRules {
+            egress: EgressPolicy::None,
+        },
+        pull_credentials: Vec::new(),
+    }
+}
+
+async fn host_call(adapter: &Adapter, plan: &BundlePlan) -> Result<()> {
+    let handle = adapter.apply(&call_ctx(), plan).await?;
+    ensure!(
+        handle.location == GETS.to_string(),
+        "kube-probe answered {} of {GETS} GETs",
+        handle.location
+    );
+    Ok(())
+}
+
+async fn native_call(namespaces: &Api<Namespace>) -> Result<()> {
+    for _ in 0..GETS {
+        std::hint::black_box(namespaces.get("default").await?);
+    }
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! The benchmarks, in the order a run takes them, and what they share.
+
+mod kube_rtt;
+mod load;
+mod logs;
+pub(crate) mod memory;
+mod observe;
+mod observe_setup;
+mod pool;
+mod snapshot;
+pub(crate) mod upstream;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use pando_host::CallContext;
+
+use crate::report::Bench;
+
+/// Every benchmark: the name `--only` takes and what it measures.
+pub const ALL: &[(&str, &str)] = &[
+    (
+        "upstream",
+        "`Adapter::upstream` through the host vs the adapter's own `upstream` called natively",
+    ),
+    (
+        "pool",
+        "a call on a configured instance from the pool (warm, and when one must be made) vs native",
+    ),
+    (
+        "load",
+        "loading a cached component in a fresh process, and a first compile, vs a native configure",
+    ),
+    (
+        "kube-3rtt",
+        "a call making 3 Kubernetes GETs through the host vs the same 3 GETs with kube-rs",
+    ),
+    (
+        "log",
+        "a large pod log streamed through the host vs read natively with kube-rs",
+    ),
+    (
+        "snapshot",
+        "a volume snapshot streamed through the host vs natively",
+    ),
+    (
+        "observe",
+        "observe passes over N apps at 5 QPS, burst 10: apps per 15 s pass, API requests per app",
+    ),
+    (
+        "memory",
+        "resident memory of an idle configured instance, and of a host with 10 adapters loaded",
+    ),
+];
+
+/// Runs the benchmark `name`; `max_apps` caps the observe benchmark's N.
+pub async fn run(name: &str, quick: bool, max_apps: usize) -> Result<Bench> {
+    match name {
+        "upstream" => upstream::run(quick).await,
+        "pool" => pool::run(quick).await,
+        "load" => load::run(quick).await,
+        "kube-3rtt" => kube_rtt::run(quick).await,
+        "log" => logs::run(quick).await,
+        "snapshot" => snapshot::run(quick).await,
+        "observe" => observe::run(quick, max_apps).await,
+        "memory" => memory::run(quick).await,
+        other => anyhow::bail!("no benchmark named `{other}`"),
+    }
+}
+
+/// The description of benchmark `name` in [`ALL`].
+fn what(name: &str) -> &'static str {
+    ALL.iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, w)| *w)
+        .unwrap_or("")
+}
+
+/// A call context for benchmark calls: a deadline far enough never to
+/// matter, one token reused by every call.
+fn call_ctx() -> CallContext {
+    CallContext::default().with_timeout(Duration::from_secs(300))
+}
+
+/// Nanoseconds of a duration, as the float the statistics take.
+fn ns(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e9
+}
+
+/// Microseconds of a duration.
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Milliseconds of a duration.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}

@@ -1,0 +1,371 @@
+//! A volume snapshot streamed through the host vs the same snapshot taken
+//! natively with kube-rs.
+//!
+//! Set-up (as the admin): app `bench-snap` in the shape `apply` makes it,
+//! with a claim `data` and its workload's pod mounting it, on the bench's
+//! cordoned KWOK node (see `observe_setup`). The claim stays unbound (the
+//! test cluster has no provisioner), which the snapshot does not mind: its
+//! helper pod goes to the node of the claim's user. KWOK runs exec'd
+//! commands on this machine, with `PANDO_HELPER_ROOT` standing in for the
+//! helper's filesystem (`scripts/cluster`), so the volume's contents are
+//! the files the bench writes under
+//! `target/test-cluster/helper-root/pando-volumes/pando-bench-snap/data`.
+//!
+//! Host: the Kubernetes adapter's `snapshot_volume` into a sink: it finds
+//! the claim and its user (2 requests), starts a helper pod and waits for
+//! it to run (polling every 200 ms), execs `tar -cf - .` in it, pumps the
+//! exec's stdout through its memory into the host's output stream, checks
+//! the exit status, and deletes the helper. Native: the same steps with
+//! kube-rs as the same `pando` identity (the same helper pod spec and
+//! script, the same 200 ms polling), the stdout read to the end. Both
+//! clocks cover the whole call; the native stream alone is shown too.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, anyhow, bail, ensure};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
+use kube::api::{AttachParams, DeleteParams, ListParams, PostParams};
+use kube::{Api, Client};
+use pando_adapter_kubernetes::{Config, names, objects};
+use pando_adapter_sdk::types::{
+    BundlePlan, EgressPolicy, NetworkRules, ResourceRequirements, Resources, VolumeMount,
+    VolumeSpec, WorkloadSpec,
+};
+use pando_host::types::VolumeHandle;
+use tokio::io::AsyncReadExt as _;
+
+use super::observe_setup::{self as setup, NODE};
+use super::{call_ctx, what};
+use crate::env::{self, Identity};
+use crate::report::{Bench, Row, Unit};
+
+const APP: &str = "bench-snap";
+const CLAIM: &str = "data";
+/// The adapter's snapshot script (`adapter-kubernetes/src/snapshot.rs`).
+const SCRIPT: &str = "set -e\ncd \"${PANDO_HELPER_ROOT:-}$1\"\nexec tar -cf - .\n";
+/// Files the volume's bytes are spread over.
+const FILES: u64 = 16;
+
+/// Runs it, when the adapter can snapshot.
+pub async fn run(quick: bool) -> Result<Bench> {
+    let host = env::host()?;
+    let client = env::client(Identity::Pando).await?;
+    let adapter = env::load_kubernetes(&host, Some(client.clone())).await?;
+    let caps = adapter.capabilities(&call_ctx()).await?;
+    if !caps.volume_snapshot {
+        return Ok(Bench::skipped(
+            "snapshot",
+            what("snapshot"),
+            "snapshot-volume unsupported by this adapter build",
+        ));
+    }
+    let helper_root = env::repo_root().join("target/test-cluster/helper-root");
+    if !helper_root.is_dir() {
+        return Ok(Bench::skipped(
+            "snapshot",
+            what("snapshot"),
+            "this test cluster has no helper root (target/test-cluster/helper-root): it was \
+             started before scripts/cluster set PANDO_HELPER_ROOT for helper pods; restart it",
+        ));
+    }
+    let (size, iterations) = if quick {
+        (16u64 << 20, 2)
+    } else {
+        (256u64 << 20, 3)
+    };
+    let admin = env::client(Identity::Admin).await?;
+    setup::ensure_node(&admin).await?;
+    let ns = names::app_namespace(APP).map_err(|e| anyhow!("{e:?}"))?;
+    create_app(&admin, &ns).await?;
+    fill_volume(
+        &helper_root.join("pando-volumes").join(&ns).join(CLAIM),
+        size,
+    )?;
+
+    let handle = VolumeHandle {
+        bundle: APP.into(),
+        name: CLAIM.into(),
+        location: String::new(),
+    };
+    let (mut host_mibps, mut native_mibps, mut stream_mibps) = (Vec::new(), Vec::new(), Vec::new());
+    let mut tar_bytes = 0u64;
+    for _ in 0..iterations {
+        let t = Instant::now();
+        let n = adapter
+            .snapshot_volume(&call_ctx(), &handle, tokio::io::sink())
+            .await?;
+        let host_time = t.elapsed();
+        ensure!(
+            n > size,
+            "the host's snapshot was {n} bytes, the volume holds {size}"
+        );
+        tar_bytes = n;
+        host_mibps.push(mib(n) / host_time.as_secs_f64());
+        let (total, stream, m) = native_snapshot(&client, &ns).await?;
+        ensure!(m == n, "kube-rs read {m} bytes, the host {n}");
+        native_mibps.push(mib(m) / total.as_secs_f64());
+        stream_mibps.push(mib(m) / stream.as_secs_f64());
+    }
+    let row = Row::new(
+        &format!("{} MiB volume, whole call", size >> 20),
+        Unit::MibPerS,
+        &host_mibps,
+        &native_mibps,
+    );
+    let met = row.ratio.is_some_and(|r| r >= 0.9);
+    let stream_p50 = crate::stats::Summary::of(&stream_mibps).map(|s| s.median);
+    let row = row
+        .target("host ≥ 90% of native throughput (ratio ≥ 0.90)", met)
+        .extra("tar stream", format!("{:.1} MiB", mib(tar_bytes)))
+        .extra(
+            "native exec stream alone (no pod start/stop), p50",
+            format!("{:.0} MiB/s", stream_p50.unwrap_or(f64::NAN)),
+        );
+    let mut bench = Bench::new("snapshot", what("snapshot"));
+    bench.rows.push(row);
+    let deleted = Api::<Namespace>::all(admin)
+        .delete(&ns, &DeleteParams::background())
+        .await;
+    if let Err(e) = deleted {
+        bench.note(format!("cleanup of {ns} failed: {e}"));
+    }
+    Ok(bench)
+}
+
+fn mib(bytes: u64) -> f64 {
+    crate::mem::mib(bytes)
+}
+
+/// The app with its claim and the pod that mounts it, unless it is there.
+async fn create_app(admin: &Client, ns: &str) -> Result<()> {
+    let sdk = |e: pando_adapter_sdk::types::Error| anyhow!("building {APP}: {e:?}");
+    let config = Config::parse(env::KUBERNETES_CONFIG).map_err(sdk)?;
+    let plan = plan();
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    if let Some(existing) = namespaces.get_opt(ns).await? {
+        if existing.metadata.deletion_timestamp.is_none() {
+            return Ok(());
+        }
+        bail!("namespace {ns} is still terminating from an earlier run; try again in a minute");
+    }
+    let pp = PostParams::default();
+    namespaces
+        .create(&pp, &objects::namespace(ns, APP).map_err(sdk)?)
+        .await?;
+    let claim = objects::claim(&config, APP, CLAIM, Some(1 << 30)).map_err(sdk)?;
+    Api::<PersistentVolumeClaim>::namespaced(admin.clone(), ns)
+        .create(&pp, &claim)
+        .await?;
+    let mut pod = objects::pod(&config, &plan, &plan.workloads[0]).map_err(sdk)?;
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.node_name = Some(NODE.into());
+    }
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), ns);
+    // The namespace's `default` ServiceAccount comes a moment later.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match pods.create(&pp, &pod).await {
+            Ok(_) => break,
+            Err(e) if Instant::now() < deadline => {
+                tracing::debug!(error = %e, "creating the snapshot app's pod; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let running = kube::runtime::wait::await_condition(
+        pods,
+        "web",
+        kube::runtime::wait::conditions::is_pod_running(),
+    );
+    tokio::time::timeout(Duration::from_secs(60), running)
+        .await
+        .context("the snapshot app's pod did not run within 60 s")??;
+    Ok(())
+}
+
+fn plan() -> BundlePlan {
+    BundlePlan {
+        id: APP.into(),
+        revision: "1".into(),
+        workloads: vec![WorkloadSpec {
+            name: "web".into(),
+            image: "registry.invalid/pando/bench:1".into(),
+            digest: None,
+            command: vec![],
+            args: vec![],
+            env: vec![],
+            ports: vec![],
+            resources: ResourceRequirements {
+                requests: Resources {
+                    cpu_millis: 10,
+                    memory_bytes: 16 << 20,
+                },
+                limits: None,
+            },
+            mounts: vec![VolumeMount {
+                volume: CLAIM.into(),
+                path: "/data".into(),
+                read_only: false,
+            }],
+        }],
+        volumes: vec![VolumeSpec {
+            name: CLAIM.into(),
+            size_bytes: Some(1 << 30),
+        }],
+        network: NetworkRules {
+            egress: EgressPolicy::None,
+        },
+        pull_credentials: vec![],
+    }
+}
+
+/// Writes `size` bytes into `FILES` files under `dir`, unless they are
+/// there.
+fn fill_volume(dir: &std::path::Path, size: u64) -> Result<()> {
+    let each = size / FILES;
+    let done = (0..FILES).all(|i| {
+        std::fs::metadata(dir.join(format!("f{i:02}.bin"))).is_ok_and(|m| m.len() == each)
+    });
+    if done {
+        return Ok(());
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Not all alike, so nothing on the way could shortcut it.
+    let block: Vec<u8> = (0u32..1 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    for i in 0..FILES {
+        let path = dir.join(format!("f{i:02}.bin"));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        let mut left = each;
+        while left > 0 {
+            let n = left.min(block.len() as u64) as usize;
+            std::io::Write::write_all(&mut out, &block[..n])?;
+            left -= n as u64;
+        }
+        std::io::Write::flush(&mut out)?;
+    }
+    Ok(())
+}
+
+/// The snapshot with kube-rs: the adapter's steps. The whole time, the
+/// exec stream's time, and the bytes.
+async fn native_snapshot(client: &Client, ns: &str) -> Result<(Duration, Duration, u64)> {
+    let name = "bench-native-snapshot";
+    let path = format!("/pando-volumes/{ns}/{CLAIM}");
+    let config = Config::parse(env::KUBERNETES_CONFIG).map_err(|e| anyhow!("{e:?}"))?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let started = Instant::now();
+    // Find the claim and its user, as `locate` does.
+    Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns)
+        .get(CLAIM)
+        .await?;
+    let all = pods.list(&ListParams::default()).await?;
+    let node = all
+        .items
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some("web"))
+        .and_then(|p| p.spec.as_ref()?.node_name.clone())
+        .ok_or_else(|| anyhow!("the claim's user has no node"))?;
+    if pods.get_opt(name).await?.is_some() {
+        pods.delete(name, &DeleteParams::background().grace_period(0))
+            .await?;
+        while pods.get_opt(name).await?.is_some() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    pods.create(
+        &PostParams::default(),
+        &helper_pod(name, &config, &node, &path)?,
+    )
+    .await?;
+    loop {
+        let pod = pods.get(name).await?;
+        if pod.status.and_then(|s| s.phase).as_deref() == Some("Running") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let stream_started = Instant::now();
+    let command = ["sh", "-c", SCRIPT, "sh", &path];
+    let params = AttachParams::default()
+        .container("pando-helper")
+        .stdin(false)
+        .stdout(true)
+        .stderr(true);
+    let mut process = pods.exec(name, command, &params).await?;
+    let mut stdout = process
+        .stdout()
+        .ok_or_else(|| anyhow!("the exec has no stdout"))?;
+    let mut stderr = process
+        .stderr()
+        .ok_or_else(|| anyhow!("the exec has no stderr"))?;
+    let status = process.take_status();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut n = 0u64;
+    let drain_err = async {
+        let mut e = Vec::new();
+        let _ = stderr.read_to_end(&mut e).await;
+        e
+    };
+    let read_out = async {
+        loop {
+            let k = stdout.read(&mut buf).await?;
+            if k == 0 {
+                break;
+            }
+            n += k as u64;
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    let (out, err) = tokio::join!(read_out, drain_err);
+    out?;
+    let stream = stream_started.elapsed();
+    if let Some(status) = status
+        && let Some(s) = status.await
+        && s.status.as_deref() != Some("Success")
+    {
+        bail!(
+            "native tar failed: {:?}: {}",
+            s.message,
+            String::from_utf8_lossy(&err)
+        );
+    }
+    process.join().await.ok();
+    pods.delete(name, &DeleteParams::background().grace_period(0))
+        .await?;
+    Ok((started.elapsed(), stream, n))
+}
+
+/// The adapter's helper pod (`adapter-kubernetes/src/helper.rs`).
+fn helper_pod(name: &str, config: &Config, node: &str, path: &str) -> Result<Pod> {
+    let labels = objects::app_labels(APP);
+    let pod = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": name, "labels": labels },
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": false,
+            "enableServiceLinks": false,
+            "activeDeadlineSeconds": 3600,
+            "terminationGracePeriodSeconds": 1,
+            "nodeName": node,
+            "containers": [{
+                "name": "pando-helper",
+                "image": config.helper_image,
+                "command": ["sh", "-c", "exec sleep 3600"],
+                "resources": { "requests": { "cpu": "10m", "memory": "16Mi" } },
+                "securityContext": { "allowPrivilegeEscalation": false },
+                "volumeMounts": [{ "name": "data", "mountPath": path, "readOnly": true }],
+            }],
+            "volumes": [{
+                "name": "data",
+                "persistentVolumeClaim": { "claimName": CLAIM, "readOnly": true },
+            }],
+        },
+    });
+    Ok(serde_json::from_value(pod)?)
+}

@@ -1,0 +1,160 @@
+//! `upstream` through the host vs the same function called natively.
+//!
+//! Host: `Adapter::upstream` of the Kubernetes adapter component (lease a
+//! warm pooled instance, lower the arguments, run the guest's
+//! `names::upstream`, lift the result, return the instance), awaited on the
+//! bench's tokio runtime. Native: `KubernetesAdapter::upstream` of the same
+//! crate compiled for this machine (`adapter-kubernetes` is also an rlib),
+//! configured with the same JSON; its `WorkloadRef` is cloned per call
+//! because the native trait takes it by value, as the guest receives owned
+//! strings lifted into its memory.
+//!
+//! Timers cost tens of nanoseconds, so calls are batched: each sample is
+//! the mean of a batch, host and native batches alternating so that a
+//! neighbour's load hits both alike. A second series times single host
+//! calls for the tail (p99) a batch mean hides.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use anyhow::{Result, ensure};
+use pando_adapter_sdk::Adapter as _;
+use pando_adapter_sdk::types::WorkloadRef as NativeRef;
+use pando_host::Adapter;
+use pando_host::types::WorkloadRef;
+use tracing::instrument::WithSubscriber as _;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+
+use super::{call_ctx, ns, what};
+use crate::env;
+use crate::report::{Bench, Row, Unit};
+
+const PORT: u16 = 8080;
+
+/// Runs it.
+pub async fn run(quick: bool) -> Result<Bench> {
+    let (batch, samples, singles) = if quick {
+        (1_000u64, 30usize, 5_000usize)
+    } else {
+        (10_000, 200, 200_000)
+    };
+    let host = env::host()?;
+    let adapter = env::load_kubernetes(&host, None).await?;
+    let native = env::native_kubernetes()?;
+    let wref = WorkloadRef {
+        bundle: "shop".into(),
+        workload: "web".into(),
+    };
+    let nref = NativeRef {
+        bundle: "shop".into(),
+        workload: "web".into(),
+    };
+    let cx = call_ctx();
+
+    // The two compute the same thing, or the comparison means nothing.
+    let h = adapter.upstream(&cx, &wref, PORT).await?;
+    let n = native
+        .upstream(nref.clone(), PORT)
+        .map_err(|e| anyhow::anyhow!("native upstream: {e:?}"))?;
+    ensure!(
+        h.host == n.host && h.port == n.port,
+        "host and native disagree: {}:{} vs {}:{}",
+        h.host,
+        h.port,
+        n.host,
+        n.port
+    );
+
+    // Warm-up: caches, branch predictors, the pool's one instance.
+    host_batch(&adapter, &wref, batch).await?;
+    native_batch(&native, &nref, batch);
+
+    let (mut host_ns, mut native_ns) = (Vec::new(), Vec::new());
+    for _ in 0..samples {
+        host_ns.push(host_batch(&adapter, &wref, batch).await? / batch as f64);
+        native_ns.push(native_batch(&native, &nref, batch) / batch as f64);
+    }
+    let batched = Row::new("per call, batched", Unit::Ns, &host_ns, &native_ns).per_sample(batch);
+    let met = batched.host.is_some_and(|s| s.median <= 1000.0);
+    let batched = batched.target("host p50 ≤ 1.0 µs (1000 ns)", met);
+
+    // Single calls, each timed, for the tail.
+    let (mut host_one, mut native_one) = (Vec::with_capacity(singles), Vec::new());
+    for _ in 0..singles {
+        let t = Instant::now();
+        black_box(adapter.upstream(&cx, black_box(&wref), PORT).await?);
+        host_one.push(ns(t.elapsed()));
+        let t = Instant::now();
+        let _ = black_box(native.upstream(black_box(&nref).clone(), PORT));
+        native_one.push(ns(t.elapsed()));
+    }
+    let single = Row::new("single call", Unit::Ns, &host_one, &native_one);
+
+    // With a subscriber that records the host's `adapter_call` span (as
+    // core would at INFO), formatted into a sink.
+    let info = tracing_subscriber::registry().with(
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::sink)
+            .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+    );
+    let spanned = async {
+        let mut v = Vec::new();
+        for _ in 0..samples.min(50) {
+            v.push(host_batch(&adapter, &wref, batch).await? / batch as f64);
+        }
+        Ok::<_, anyhow::Error>(v)
+    }
+    .with_subscriber(info)
+    .await?;
+    let spanned = Row::new("batched, INFO span on", Unit::Ns, &spanned, &native_ns)
+        .per_sample(batch)
+        .extra(
+            "what",
+            "the same host call with a subscriber recording the adapter_call span at INFO",
+        );
+
+    let mut bench = Bench::new("upstream", what("upstream"));
+    bench.rows = vec![batched, single, spanned];
+    bench.note(format!(
+        "result `{}:{}`; the bench's own subscriber leaves the host's spans disabled except in the \
+         third row",
+        h.host, h.port
+    ));
+    Ok(bench)
+}
+
+/// The child side of `upstream-loop`: `calls` host calls; the mean in
+/// nanoseconds.
+pub async fn profile_loop(calls: u64) -> Result<f64> {
+    let host = env::host()?;
+    let adapter = env::load_kubernetes(&host, None).await?;
+    let wref = WorkloadRef {
+        bundle: "shop".into(),
+        workload: "web".into(),
+    };
+    Ok(host_batch(&adapter, &wref, calls).await? / calls as f64)
+}
+
+/// `n` host calls; the total in nanoseconds.
+async fn host_batch(adapter: &Adapter, wref: &WorkloadRef, n: u64) -> Result<f64> {
+    let cx = call_ctx();
+    let t = Instant::now();
+    for _ in 0..n {
+        black_box(adapter.upstream(&cx, black_box(wref), PORT).await?);
+    }
+    Ok(ns(t.elapsed()))
+}
+
+/// `n` native calls; the total in nanoseconds.
+fn native_batch(
+    native: &pando_adapter_kubernetes::KubernetesAdapter,
+    nref: &NativeRef,
+    n: u64,
+) -> f64 {
+    let t = Instant::now();
+    for _ in 0..n {
+        let _ = black_box(native.upstream(black_box(nref).clone(), PORT));
+    }
+    ns(t.elapsed())
+}

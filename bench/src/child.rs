@@ -1,0 +1,203 @@
+//! Child modes: the bench spawns its own binary to measure something in a
+//! fresh process (a cold load, resident memory without the parent's
+//! history), and reads one JSON object from the child's stdout.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use clap::Subcommand;
+use pando_adapter_sdk::Adapter as _;
+use pando_host::{Host, LoadOptions};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::env;
+use crate::mem::Resident;
+
+/// What a child process does.
+#[derive(Subcommand, Debug, Clone)]
+pub enum Mode {
+    /// Builds a host with `cache_dir` as its compile cache and loads the
+    /// Kubernetes adapter from `component` once.
+    LoadCached {
+        /// The component.
+        component: PathBuf,
+        /// The compile cache directory (empty: a first compile).
+        cache_dir: PathBuf,
+    },
+    /// Configures the native Kubernetes adapter once.
+    NativeLoad,
+    /// Loads the Kubernetes adapter `count` times, under names
+    /// `kubernetes-0`…, from the bench's compile cache.
+    Adapters {
+        /// How many.
+        count: u32,
+    },
+    /// Configures `count` native Kubernetes adapters and keeps them.
+    NativeAdapters {
+        /// How many.
+        count: u32,
+    },
+    /// Calls `Adapter::upstream` `calls` times and prints the mean: a loop
+    /// with nothing else in it, to run under a profiler
+    /// (`perf record -- pando-bench child upstream-loop 5000000`).
+    UpstreamLoop {
+        /// How many calls.
+        calls: u64,
+    },
+    /// Grows the Kubernetes adapter's pool of idle configured instances to
+    /// `small`, then to `large` (see `benches::memory`).
+    Instances {
+        /// The first pool size.
+        small: u32,
+        /// The second pool size.
+        large: u32,
+    },
+}
+
+/// What `load-cached` reports.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct LoadReport {
+    /// `HostBuilder::build` (engine, cache directory, linker).
+    pub build_us: f64,
+    /// `Host::load_file`.
+    pub load_us: f64,
+    /// `Hit`, `Compiled` or `Uncached`.
+    pub cache: String,
+}
+
+/// What `native-load` reports.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct NativeLoadReport {
+    /// `KubernetesAdapter::configure`.
+    pub configure_us: f64,
+}
+
+/// What the memory modes report: resident memory at each step.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct MemoryReport {
+    /// Labelled readings, in order.
+    pub steps: Vec<(String, Resident)>,
+    /// Idle instances or adapters at each step (same order).
+    pub counts: Vec<u32>,
+}
+
+/// Runs a child mode, printing its report as one JSON line on stdout.
+pub async fn run(mode: Mode) -> Result<()> {
+    let json = match mode {
+        Mode::LoadCached {
+            component,
+            cache_dir,
+        } => serde_json::to_string(&load_cached(&component, &cache_dir).await?)?,
+        Mode::NativeLoad => {
+            let t = Instant::now();
+            let a = pando_adapter_kubernetes::KubernetesAdapter::configure(env::KUBERNETES_CONFIG);
+            let configure_us = t.elapsed().as_secs_f64() * 1e6;
+            std::hint::black_box(a).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            serde_json::to_string(&NativeLoadReport { configure_us })?
+        }
+        Mode::Adapters { count } => serde_json::to_string(&adapters(count).await?)?,
+        Mode::NativeAdapters { count } => serde_json::to_string(&native_adapters(count)?)?,
+        Mode::UpstreamLoop { calls } => {
+            let ns = crate::benches::upstream::profile_loop(calls).await?;
+            serde_json::to_string(&serde_json::json!({ "ns_per_call": ns }))?
+        }
+        Mode::Instances { small, large } => {
+            serde_json::to_string(&crate::benches::memory::instances(small, large).await?)?
+        }
+    };
+    println!("{json}");
+    Ok(())
+}
+
+async fn load_cached(component: &Path, cache_dir: &Path) -> Result<LoadReport> {
+    let t = Instant::now();
+    let host = Host::builder().cache_dir(cache_dir).build()?;
+    let build_us = t.elapsed().as_secs_f64() * 1e6;
+    let options = LoadOptions {
+        grants: env::kubernetes_grants()?,
+        config: env::KUBERNETES_CONFIG.into(),
+        ..LoadOptions::default()
+    };
+    let t = Instant::now();
+    let adapter = host.load_file(component, options).await?;
+    let load_us = t.elapsed().as_secs_f64() * 1e6;
+    Ok(LoadReport {
+        build_us,
+        load_us,
+        cache: format!("{:?}", adapter.cache_outcome()),
+    })
+}
+
+/// A host with `count` adapters loaded (the same component under
+/// different names: each load is a separate `Adapter` with its own
+/// compiled code mapping, pool and first instance).
+async fn adapters(count: u32) -> Result<MemoryReport> {
+    let mut steps = vec![("process started".to_string(), Resident::now())];
+    let host = env::host()?;
+    steps.push(("host built".into(), Resident::now()));
+    let component = env::kubernetes_adapter()?;
+    let mut loaded = Vec::new();
+    for i in 0..count {
+        let options = LoadOptions {
+            grants: env::kubernetes_grants()?,
+            config: env::KUBERNETES_CONFIG.into(),
+            name: Some(format!("kubernetes-{i}")),
+            ..LoadOptions::default()
+        };
+        loaded.push(env::load(&host, &component, options).await?);
+    }
+    settle().await;
+    steps.push((format!("{count} adapters loaded"), Resident::now()));
+    std::hint::black_box(&loaded);
+    Ok(MemoryReport {
+        steps,
+        counts: vec![0, 0, count],
+    })
+}
+
+/// `count` native adapters, configured and kept.
+fn native_adapters(count: u32) -> Result<MemoryReport> {
+    let mut steps = vec![("process started".to_string(), Resident::now())];
+    let mut kept = Vec::new();
+    for _ in 0..count {
+        kept.push(env::native_kubernetes()?);
+    }
+    steps.push((format!("{count} native adapters"), Resident::now()));
+    std::hint::black_box(&kept);
+    Ok(MemoryReport {
+        steps,
+        counts: vec![0, count],
+    })
+}
+
+/// Lets freed memory go back and background threads start, so a reading
+/// is of the steady state.
+pub async fn settle() {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+/// Runs this binary as `child ARGS…` and parses its JSON report.
+pub async fn spawn<T: DeserializeOwned>(args: &[&str]) -> Result<(T, Duration)> {
+    let exe = std::env::current_exe().context("finding the bench's own binary")?;
+    let started = Instant::now();
+    let out = tokio::process::Command::new(exe)
+        .arg("child")
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .context("spawning a child bench process")?;
+    let wall = started.elapsed();
+    if !out.status.success() {
+        bail!("child `{}` failed: {}", args.join(" "), out.status);
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or("");
+    let report = serde_json::from_str(line)
+        .with_context(|| format!("reading the report of child `{}`: {line:?}", args.join(" ")))?;
+    Ok((report, wall))
+}

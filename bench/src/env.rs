@@ -1,0 +1,161 @@
+//! What the benchmarks run against: the built components, the test
+//! cluster's identities, grants, configurations, and the bench's own
+//! scratch directory under `target/bench/`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use pando_host::{Adapter, Grants, Host, LoadOptions};
+
+/// The configuration the Kubernetes adapter runs with in every benchmark:
+/// the test cluster's ranges and the reference's default request budget
+/// (5 requests a second, burst 10).
+pub const KUBERNETES_CONFIG: &str = r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16", "api_qps": 5, "api_burst": 10}"#;
+
+/// Grants for kube-probe: reading namespace `default` (the 3-round-trip
+/// call) and the bench's log pod. The rate is set so high that it never
+/// throttles: those benchmarks measure the host's overhead, not a budget.
+pub const PROBE_GRANTS: &str = r#"
+kubernetes:
+  rate: {qps: 1000000, burst: 1000000}
+  max_body_bytes: 65536
+  rules:
+  - verbs: [get]
+    resources: [namespaces]
+    cluster: true
+    names: [default]
+  - verbs: [get, list]
+    resources: [pods, pods/log]
+    namespaces: ["pando-bench-*"]
+"#;
+
+/// The repository's root.
+pub fn repo_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| manifest.to_path_buf())
+}
+
+/// `target/bench/`: the bench's scratch space (compile caches, the log
+/// file KWOK serves).
+pub fn scratch_dir() -> Result<PathBuf> {
+    let dir = repo_root().join("target/bench");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The compile cache the benchmarks load from (a hit after the first load).
+pub fn cache_dir() -> Result<PathBuf> {
+    Ok(scratch_dir()?.join("compile-cache"))
+}
+
+/// A built component, by crate name with underscores.
+pub fn component(name: &str) -> Result<PathBuf> {
+    let path = repo_root()
+        .join("target/wasm32-wasip2/release")
+        .join(format!("{name}.wasm"));
+    if !path.is_file() {
+        bail!(
+            "{} is missing: build the components with `scripts/build-components`",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// The Kubernetes adapter's component.
+pub fn kubernetes_adapter() -> Result<PathBuf> {
+    component("pando_adapter_kubernetes")
+}
+
+/// The kube-probe test component.
+pub fn kube_probe() -> Result<PathBuf> {
+    component("pando_kube_probe")
+}
+
+/// The grants the Kubernetes adapter ships with (rate 5/s, burst 10).
+pub fn kubernetes_grants() -> Result<Grants> {
+    let path = repo_root().join("deploy/grants/kubernetes.yaml");
+    Ok(Grants::from_path(&path)?)
+}
+
+/// The grants for kube-probe ([`PROBE_GRANTS`]).
+pub fn probe_grants() -> Result<Grants> {
+    Ok(Grants::from_text("bench probe grants", PROBE_GRANTS)?)
+}
+
+/// The test cluster's identities.
+#[derive(Debug, Clone, Copy)]
+pub enum Identity {
+    /// `system:masters`: sets up and cleans up.
+    Admin,
+    /// The adapter's restricted identity (`deploy/kubernetes/rbac.yaml`).
+    Pando,
+}
+
+/// A client for `identity` of the test cluster, checked with
+/// `GET /version`.
+pub async fn client(identity: Identity) -> Result<Client> {
+    let name = match identity {
+        Identity::Admin => "admin",
+        Identity::Pando => "pando",
+    };
+    let path = repo_root().join(format!("target/test-cluster/{name}.kubeconfig"));
+    if !path.is_file() {
+        bail!(
+            "{} is missing: start the test cluster with `scripts/cluster up`",
+            path.display()
+        );
+    }
+    let kubeconfig =
+        Kubeconfig::read_from(&path).with_context(|| format!("reading {}", path.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .with_context(|| format!("using {}", path.display()))?;
+    let client = Client::try_from(config)?;
+    client.apiserver_version().await.with_context(
+        || "the test cluster does not answer; check it with `scripts/cluster status`",
+    )?;
+    Ok(client)
+}
+
+/// A host whose compile cache is the bench's.
+pub fn host() -> Result<Host> {
+    Ok(Host::builder().cache_dir(cache_dir()?).build()?)
+}
+
+/// Loads `component` in `host` with `options`, naming the component in
+/// the error.
+pub async fn load(host: &Host, component: &Path, options: LoadOptions) -> Result<Adapter> {
+    host.load_file(component, options)
+        .await
+        .with_context(|| format!("loading {}", component.display()))
+}
+
+/// The Kubernetes adapter with [`KUBERNETES_CONFIG`] and its shipped
+/// grants, reaching the cluster through `client` if given.
+pub async fn load_kubernetes(host: &Host, client: Option<Client>) -> Result<Adapter> {
+    load(
+        host,
+        &kubernetes_adapter()?,
+        LoadOptions {
+            grants: kubernetes_grants()?,
+            config: KUBERNETES_CONFIG.into(),
+            kubernetes: client,
+            ..LoadOptions::default()
+        },
+    )
+    .await
+}
+
+/// The native twin of a loaded Kubernetes adapter: the same crate compiled
+/// for this machine, configured the same way.
+pub fn native_kubernetes() -> Result<pando_adapter_kubernetes::KubernetesAdapter> {
+    use pando_adapter_sdk::Adapter as _;
+    pando_adapter_kubernetes::KubernetesAdapter::configure(KUBERNETES_CONFIG)
+        .map_err(|e| anyhow::anyhow!("configuring the native adapter: {e:?}"))
+}
