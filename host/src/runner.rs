@@ -160,6 +160,23 @@ fn classify(
         }
         None => {}
     }
+    // The engine's pooling allocator had no slot for a new instance: the
+    // host's shortage (every adapter of the engine shares the slots), not a
+    // fault of this adapter, so not a trap the quarantine would count.
+    if err
+        .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+        .is_some()
+    {
+        return CallError::Host {
+            adapter: adapter.into(),
+            method,
+            message: format!(
+                "no instance could be made: {err:#} (the engine's slots are shared by every \
+                 adapter; raise `EngineSettings::total_instances` or lower the adapters' \
+                 `max_instances`/`max_long_running`)"
+            ),
+        };
+    }
     let data = store.data_mut();
     match data.limiter.hit.take() {
         Some(LimitHit::Memory) => {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use pando_adapter_sdk::error::invalid;
 use pando_adapter_sdk::types::{BundleHandle, BundlePlan, Error};
-use pando_adapter_sdk::{info, time};
+use pando_adapter_sdk::{info, time, warn};
 
 pub fn apply(plan: BundlePlan, greeting: Option<&str>) -> Result<BundleHandle, Error> {
     info!(
@@ -25,6 +25,12 @@ pub fn apply(plan: BundlePlan, greeting: Option<&str>) -> Result<BundleHandle, E
             Err(invalid(format!("recursion ended at {depth}")))
         }
         "ignore-cancel" => ignore_cancel(),
+        // A 200 MiB return value: the location alone.
+        "huge-return" => Ok(BundleHandle {
+            location: "x".repeat(200 << 20),
+            id: plan.id,
+        }),
+        "log-flood" => log_flood(u64::MAX).map(|()| handle(plan.id)),
         id => {
             // Tries the network the host lends without authority: the
             // answer names what became of it, and should be a refusal.
@@ -41,6 +47,12 @@ pub fn apply(plan: BundlePlan, greeting: Option<&str>) -> Result<BundleHandle, E
                     location: format!("{outcome}; {resolved}"),
                     id: plan.id,
                 });
+            }
+            if let Some(n) = id.strip_prefix("log-flood-") {
+                let n: u64 = n
+                    .parse()
+                    .map_err(|_| invalid(format!("plan id `{id}`: log-flood-<lines>")))?;
+                return log_flood(n).map(|()| handle(plan.id));
             }
             if let Some(ms) = id.strip_prefix("sleep-") {
                 let ms: u64 = ms
@@ -119,4 +131,15 @@ fn ignore_cancel() -> ! {
     loop {
         black_box(time::is_cancelled());
     }
+}
+
+/// Log `lines` lines through `pando:runtime/log` and as many to stderr, as
+/// fast as it can, ignoring cancellation (`u64::MAX`: until the host stops
+/// it).
+fn log_flood(lines: u64) -> Result<(), Error> {
+    for i in 0..lines {
+        warn!(line = i, "test adapter flooding the log: line {i}");
+        eprintln!("test adapter flooding stderr: line {i}");
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@ use pando_adapter_sdk::types::Error;
 use serde_json::Value;
 
 /// JSON Schema of the configuration.
-pub const SCHEMA: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"greeting":{"type":"string"},"misbehave":{"enum":["claim-image-import","import-image-internal","import-image-panic"]}},"additionalProperties":false}"#;
+pub const SCHEMA: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"greeting":{"type":"string"},"misbehave":{"enum":["claim-image-import","import-image-internal","import-image-panic","panic-everywhere","huge-returns"]}},"additionalProperties":false}"#;
 
 const ALLOWED: &[&str] = &["greeting", "misbehave"];
 
@@ -21,12 +21,20 @@ pub enum Misbehave {
     ImportImageInternal,
     /// Panic in `import-image` (a trap, not a typed answer).
     ImportImagePanic,
+    /// Panic in every export but `info` and `configure`, naming the
+    /// instance's call count (so a test sees each panic on a fresh instance).
+    PanicEverywhere,
+    /// `edges` returns ten million names (more than any sane memory limit
+    /// holds): a huge return value.
+    HugeReturns,
 }
 
 const MISBEHAVIOURS: &[(&str, Misbehave)] = &[
     ("claim-image-import", Misbehave::ClaimImageImport),
     ("import-image-internal", Misbehave::ImportImageInternal),
     ("import-image-panic", Misbehave::ImportImagePanic),
+    ("panic-everywhere", Misbehave::PanicEverywhere),
+    ("huge-returns", Misbehave::HugeReturns),
 ];
 
 /// The parsed configuration.

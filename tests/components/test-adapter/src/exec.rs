@@ -17,6 +17,8 @@ pub struct Echo {
     stdout_writer: Option<OutputStream>,
     stderr: Option<InputStream>,
     upper: bool,
+    /// Command `["hang"]`: `wait` never returns and stdout never ends.
+    hang: bool,
     exit_code: i32,
 }
 
@@ -34,6 +36,7 @@ impl Echo {
             stdout_writer: Some(stdout_writer),
             stderr: (!request.tty).then(|| io::from_bytes(b"")),
             upper: command == ["upper"],
+            hang: command == ["hang"],
             exit_code: if command == ["exit7"] { 7 } else { 0 },
         }
     }
@@ -57,6 +60,9 @@ impl ExecSession for Echo {
     }
 
     fn wait(&mut self) -> Result<i32, Error> {
+        if self.hang {
+            crate::hang::forever();
+        }
         let mut bytes = io::read_to_end(&self.stdin_reader, 64 * 1024 * 1024)?;
         if self.upper {
             bytes.make_ascii_uppercase();

@@ -1,0 +1,887 @@
+//! The hostile adapters of issue 8 that `host_limits.rs` does not cover:
+//! huge return values, a flood of log lines, streams held open forever,
+//! thousands of watches or sessions, a panic in every export. Each costs the
+//! call a typed error within its deadline, the host's memory stays bounded,
+//! a healthy adapter beside it goes on, and the broken instance is replaced.
+//!
+//! The tests measure the process's resident memory, so they take a lock and
+//! run one at a time whatever the test harness's thread count.
+
+use std::io::Write;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use pando_host::types::{BundleEvent, ExecRequest, LogOptions, RunRequest, VolumeHandle, WatchEnd};
+use pando_host::{Adapter, CallContext, CallError, CancellationToken, Host, Limits, LoadOptions};
+use pando_tests::components;
+use pando_tests::plans::{bundle, plan, wref};
+use tokio::sync::mpsc;
+
+/// One test at a time: they measure the process's memory.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const MIB: u64 = 1 << 20;
+
+/// A host and its compile cache (kept alive as long as the host is used).
+fn host() -> (Host, tempfile::TempDir) {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = Host::builder()
+        .cache_dir(cache.path())
+        .build()
+        .expect("host");
+    (host, cache)
+}
+
+async fn load(host: &Host, name: &str, config: &str, limits: Limits) -> Adapter {
+    host.load_file(
+        &components::test_adapter(),
+        LoadOptions {
+            config: config.into(),
+            limits,
+            name: Some(name.into()),
+            ..LoadOptions::default()
+        },
+    )
+    .await
+    .expect("test adapter loads")
+}
+
+fn ctx(timeout: Duration) -> CallContext {
+    CallContext::default().with_timeout(timeout)
+}
+
+/// The instance's call count, as the test adapter's `observe` reports it.
+async fn count(a: &Adapter) -> u64 {
+    let observed = a
+        .observe(&ctx(Duration::from_secs(20)), &bundle("x"))
+        .await
+        .expect("observe");
+    let reason = &observed.workloads[0].reason;
+    reason
+        .strip_prefix("calls=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected reason {reason:?}"))
+}
+
+/// A field of `/proc/self/status`, in bytes (`VmRSS`, `VmHWM`).
+fn status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in /proc/self/status"));
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unreadable {line:?}"));
+    kib * 1024
+}
+
+fn rss() -> u64 {
+    status_bytes("VmRSS")
+}
+
+/// Resets the peak resident size (`VmHWM`) to the current one; false when
+/// the kernel does not let us.
+fn reset_peak() -> bool {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/self/clear_refs")
+        .and_then(|mut f| f.write_all(b"5"))
+        .is_ok()
+}
+
+/// The most the process's memory may grow during a test beyond what the
+/// adapters' own memory limits allow.
+const SLACK: u64 = 64 * MIB;
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / MIB as f64
+}
+
+// ---------------------------------------------------------------------------
+// Log output, counted: every test in this binary logs through a subscriber
+// that formats each event (as a real one would) and counts what it wrote.
+
+static LOG_BYTES: AtomicU64 = AtomicU64::new(0);
+static LOG_LINES: AtomicU64 = AtomicU64::new(0);
+
+struct Counting;
+
+impl Write for Counting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOG_BYTES.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        let lines = buf.iter().filter(|b| **b == b'\n').count() as u64;
+        LOG_LINES.fetch_add(lines, Ordering::Relaxed);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn install_subscriber() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_writer(|| Counting)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 1. Huge return values.
+
+/// A 200 MiB string, ten million names, a 200 MiB field: each is stopped by
+/// the guest's memory limit while it builds it (a typed `MemoryExhausted`);
+/// what fits under the limit is lifted, and the host's memory grows by no
+/// more than the limit and some slack. The next call works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_return_values_cost_a_typed_error_and_bounded_memory() {
+    let _serial = SERIAL.lock().await;
+    let limit = 64 * MIB;
+    let (host, _cache) = host();
+    let a = load(
+        &host,
+        "huge",
+        r#"{"misbehave": "huge-returns"}"#,
+        Limits {
+            memory_bytes: limit,
+            quarantine_after: 1000,
+            ..Limits::default()
+        },
+    )
+    .await;
+    let deadline = Duration::from_secs(20);
+    let before = rss();
+    let peak_tracked = reset_peak();
+
+    let started = Instant::now();
+    let err = a
+        .apply(&ctx(deadline), &plan("huge-return", &[]))
+        .await
+        .expect_err("a 200 MiB location does not fit in 64 MiB");
+    assert!(
+        matches!(&err, CallError::MemoryExhausted { limit: l, method: "apply", .. } if *l == limit),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < deadline + Duration::from_secs(2));
+
+    let started = Instant::now();
+    let err = a
+        .edges(&ctx(deadline))
+        .await
+        .expect_err("ten million names do not fit in 64 MiB");
+    assert!(
+        matches!(
+            &err,
+            CallError::MemoryExhausted {
+                method: "edges",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < deadline + Duration::from_secs(2));
+
+    let err = a
+        .observe(&ctx(deadline), &bundle(&format!("huge-{}", 200 * MIB)))
+        .await
+        .expect_err("a 200 MiB reason does not fit in 64 MiB");
+    assert!(
+        matches!(
+            &err,
+            CallError::MemoryExhausted {
+                method: "observe",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    // What fits under the guest's limit is lifted into the host: the host
+    // has no limit of its own on a return value, the guest's memory is it.
+    let big = 40 * MIB;
+    let observed = a
+        .observe(&ctx(deadline), &bundle(&format!("huge-{big}")))
+        .await
+        .expect("a 40 MiB reason fits under 64 MiB");
+    assert_eq!(observed.workloads[0].reason.len() as u64, big);
+    drop(observed);
+
+    let after = rss();
+    let peak = status_bytes("VmHWM");
+    eprintln!(
+        "huge returns: RSS {:.1} MiB before, {:.1} MiB after, peak {:.1} MiB (peak tracked: {peak_tracked})",
+        mib(before),
+        mib(after),
+        mib(peak)
+    );
+    assert!(
+        after.saturating_sub(before) < limit + SLACK,
+        "RSS grew by {:.1} MiB",
+        mib(after.saturating_sub(before))
+    );
+    if peak_tracked {
+        // At the peak: the guest's memory (at most the limit) and the
+        // 40 MiB copy being lifted, plus slack.
+        assert!(
+            peak.saturating_sub(before) < limit + big + SLACK,
+            "peak RSS grew by {:.1} MiB",
+            mib(peak.saturating_sub(before))
+        );
+    }
+
+    // The failed instances were replaced; calls go on.
+    a.health_check(&ctx(deadline))
+        .await
+        .expect("the next call works");
+    assert_eq!(
+        a.edges(&ctx(deadline))
+            .await
+            .expect_err("still too big")
+            .kind(),
+        "memory-exhausted"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 2. A flood of log lines.
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Millions of lines through `pando:runtime/log` and stderr: a finite flood
+/// finishes, an endless one is stopped at its deadline with a typed error;
+/// memory stays bounded, and a healthy adapter beside it answers with
+/// normal latency all along.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_flood_is_stopped_at_its_deadline_and_the_neighbour_keeps_answering() {
+    let _serial = SERIAL.lock().await;
+    install_subscriber();
+    let (host, _cache) = host();
+    let limits = Limits {
+        memory_bytes: 64 * MIB,
+        ..Limits::default()
+    };
+    let flooder = load(&host, "flooder", "", limits.clone()).await;
+    let healthy = load(&host, "healthy", "", limits).await;
+
+    // A finite flood: all of it passes (the host has no log budget).
+    let lines_before = LOG_LINES.load(Ordering::Relaxed);
+    flooder
+        .apply(&ctx(Duration::from_secs(60)), &plan("log-flood-20000", &[]))
+        .await
+        .expect("a finite flood finishes");
+    let emitted = LOG_LINES.load(Ordering::Relaxed) - lines_before;
+    assert!(
+        emitted >= 40_000,
+        "every line of the log and of stderr reaches the subscriber: {emitted}"
+    );
+
+    // An endless flood, with a healthy adapter called beside it.
+    let before = rss();
+    let (lines0, bytes0) = (
+        LOG_LINES.load(Ordering::Relaxed),
+        LOG_BYTES.load(Ordering::Relaxed),
+    );
+    let deadline = Duration::from_secs(5);
+    let flood = {
+        let flooder = flooder.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let r = flooder.apply(&ctx(deadline), &plan("log-flood", &[])).await;
+            (r, started.elapsed())
+        })
+    };
+    // Let the flood start, then time a trivial call of the neighbour.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut latencies = Vec::new();
+    let stop_at = Instant::now() + Duration::from_secs(4);
+    while Instant::now() < stop_at {
+        let started = Instant::now();
+        healthy
+            .health_check(&ctx(Duration::from_secs(5)))
+            .await
+            .expect("the neighbour answers");
+        latencies.push(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (result, took) = flood.await.expect("join");
+    let lines = LOG_LINES.load(Ordering::Relaxed) - lines0;
+    let bytes = LOG_BYTES.load(Ordering::Relaxed) - bytes0;
+    let after = rss();
+
+    let err = result.expect_err("an endless flood cannot finish");
+    assert!(matches!(err, CallError::DeadlineExceeded { .. }), "{err:?}");
+    assert!(
+        took < deadline + Duration::from_secs(2),
+        "stopped at its deadline: {took:?}"
+    );
+    latencies.sort();
+    let (p50, p99, max) = (
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        latencies[latencies.len() - 1],
+    );
+    eprintln!(
+        "log flood: {lines} lines ({:.1} MiB) formatted in {took:?}; neighbour: {} calls, \
+         p50 {p50:?}, p99 {p99:?}, max {max:?}; RSS {:.1} -> {:.1} MiB",
+        mib(bytes),
+        latencies.len(),
+        mib(before),
+        mib(after)
+    );
+    assert!(
+        lines > 10_000,
+        "the flood was a flood: {lines} lines reached the subscriber"
+    );
+    assert!(
+        latencies.len() >= 20,
+        "the neighbour was called all along: {} calls",
+        latencies.len()
+    );
+    assert!(p99 < Duration::from_millis(100), "neighbour p99 {p99:?}");
+    assert!(
+        after.saturating_sub(before) < SLACK,
+        "RSS grew by {:.1} MiB during the flood",
+        mib(after.saturating_sub(before))
+    );
+    assert_eq!(count(&flooder).await, 1, "a fresh instance after the flood");
+}
+
+// ---------------------------------------------------------------------------
+// 3. Streams held open forever.
+
+fn log_options() -> LogOptions {
+    LogOptions {
+        follow: true,
+        tail_lines: None,
+        since_seconds: None,
+        timestamps: false,
+        limit_bytes: None,
+    }
+}
+
+/// `logs` returns the reading end of a pipe whose writing end the guest
+/// keeps and never writes. The instance is discarded after the call, and
+/// with it the writing end: core's stream ends instead of hanging.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_stream_the_guest_holds_open_ends_with_its_instance() {
+    let _serial = SERIAL.lock().await;
+    let (host, _cache) = host();
+    let a = load(&host, "holder", "", Limits::default()).await;
+    let mut stream = a
+        .logs(
+            &ctx(Duration::from_secs(10)),
+            &wref("b", "forever"),
+            &log_options(),
+        )
+        .await
+        .expect("the stream is returned");
+    let first = tokio::time::timeout(Duration::from_secs(5), stream.next_chunk())
+        .await
+        .expect("the stream ends once its instance is gone; it does not hang");
+    eprintln!("held log stream: the first read gave {first:?}");
+    assert!(
+        first.as_ref().is_none_or(|c| c.is_err()),
+        "no bytes were ever written: {first:?}"
+    );
+    assert_eq!(count(&a).await, 1, "the next call gets a fresh instance");
+}
+
+/// An exec session whose stdout is never written and whose `wait` never
+/// returns: reading stdout blocks only while core keeps the session, `wait`
+/// ends at its deadline with a typed error, and ending the session ends its
+/// stdout and frees its instance and budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_never_ends_is_bounded_by_its_deadline() {
+    let _serial = SERIAL.lock().await;
+    let (host, _cache) = host();
+    let a = load(
+        &host,
+        "session",
+        "",
+        Limits {
+            max_long_running: 1,
+            ..Limits::default()
+        },
+    )
+    .await;
+    let request = ExecRequest {
+        command: vec!["hang".into()],
+        stdin: false,
+        tty: false,
+        size: None,
+    };
+    let mut session = a
+        .exec(&ctx(Duration::from_secs(10)), &wref("b", "w"), &request)
+        .await
+        .expect("the session opens");
+    let mut stdout = session
+        .stdout()
+        .await
+        .expect("stdout")
+        .expect("a stdout stream");
+    // Nothing comes while the session lives: the stream has no deadline of
+    // its own, core bounds the read.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), stdout.next_chunk())
+            .await
+            .is_err(),
+        "the guest never writes stdout"
+    );
+    // The budget of one is taken by this session.
+    let err = a
+        .exec(&ctx(Duration::from_millis(300)), &wref("b", "w"), &request)
+        .await
+        .expect_err("no second session within a budget of one");
+    assert!(matches!(err, CallError::DeadlineExceeded { .. }), "{err:?}");
+
+    let started = Instant::now();
+    let err = session
+        .wait(&ctx(Duration::from_secs(1)))
+        .await
+        .expect_err("wait never returns on its own");
+    assert!(
+        matches!(
+            err,
+            CallError::DeadlineExceeded {
+                method: "exec-session.wait",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // The session, and its instance, are gone: stdout ends.
+    let end = tokio::time::timeout(Duration::from_secs(5), stdout.next_chunk())
+        .await
+        .expect("stdout ends with its session");
+    eprintln!("hung session: stdout after the session ended gave {end:?}");
+    assert!(end.as_ref().is_none_or(|c| c.is_err()), "{end:?}");
+    // And the budget is free again.
+    let mut again = a
+        .exec(&ctx(Duration::from_secs(5)), &wref("b", "w"), &request)
+        .await
+        .expect("the budget was returned");
+    drop(again.stdout().await.expect("stdout"));
+    drop(again);
+    assert_eq!(count(&a).await, 1);
+}
+
+/// `snapshot-volume` and `run` where the guest never writes its output and
+/// never returns: the deadline, or a cancellation it ignores, ends each with
+/// a typed error, the output is closed, and the next call works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_streams_never_written_end_at_the_deadline() {
+    let _serial = SERIAL.lock().await;
+    let (host, _cache) = host();
+    let a = load(&host, "silent", "", Limits::default()).await;
+    let volume = VolumeHandle {
+        bundle: "b".into(),
+        name: "hang".into(),
+        location: String::new(),
+    };
+    let deadline = Duration::from_secs(1);
+
+    let started = Instant::now();
+    let (into, mut seen) = tokio::io::duplex(1024);
+    let err = a
+        .snapshot_volume(&ctx(deadline), &volume, into)
+        .await
+        .expect_err("a snapshot that never ends");
+    assert!(
+        matches!(
+            err,
+            CallError::DeadlineExceeded {
+                method: "snapshot-volume",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < deadline + Duration::from_secs(2));
+    // Core's writer was shut down: it reads an end, with nothing in it.
+    let mut got = Vec::new();
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        tokio::io::AsyncReadExt::read_to_end(&mut seen, &mut got),
+    )
+    .await
+    .expect("the writer was closed")
+    .expect("read");
+    assert!(got.is_empty());
+
+    let hang = RunRequest {
+        command: vec!["hang".into()],
+        env: vec![],
+    };
+    let started = Instant::now();
+    let err = a
+        .run(&ctx(deadline), &wref("b", "w"), &hang, tokio::io::sink())
+        .await
+        .expect_err("a command that never ends");
+    assert!(
+        matches!(err, CallError::DeadlineExceeded { method: "run", .. }),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < deadline + Duration::from_secs(2));
+
+    // Cancelled instead, without a deadline: the guest ignores it, the
+    // host stops it after the grace.
+    let cancel = CancellationToken::new();
+    let canceller = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            cancel.cancel();
+        })
+    };
+    let started = Instant::now();
+    let err = a
+        .run(
+            &CallContext::new(cancel).without_deadline(),
+            &wref("b", "w"),
+            &hang,
+            tokio::io::sink(),
+        )
+        .await
+        .expect_err("cancelled");
+    canceller.await.expect("join");
+    assert!(matches!(err, CallError::Cancelled { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(4));
+
+    assert_eq!(count(&a).await, 1, "a fresh instance serves the next call");
+}
+
+// ---------------------------------------------------------------------------
+// 4. Thousands of open watches and sessions.
+
+/// Opens a watch without a deadline and waits for its first event.
+async fn open_watch(
+    a: &Adapter,
+    cancel: &CancellationToken,
+) -> (
+    tokio::task::JoinHandle<Result<WatchEnd, CallError>>,
+    mpsc::Receiver<BundleEvent>,
+) {
+    let (tx, mut rx) = mpsc::channel(1);
+    let task = {
+        let a = a.clone();
+        let c = CallContext::new(cancel.clone()).without_deadline();
+        tokio::spawn(async move { a.watch_bundles(&c, tx).await })
+    };
+    let first = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("a watch within the budget starts")
+        .expect("an event");
+    assert_eq!(first, BundleEvent::Watching);
+    (task, rx)
+}
+
+/// Thousands of watches and sessions at once: those within the long-running
+/// budget run, the rest fail at their deadline or cancellation without ever
+/// getting an instance, memory stays bounded, and once the watches are
+/// cancelled the budget is whole again and ordinary calls never noticed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_watches_beyond_the_budget_fail_typed_and_the_budget_recovers() {
+    let _serial = SERIAL.lock().await;
+    const BUDGET: usize = 16;
+    const BEYOND: usize = 2000;
+    let (host, _cache) = host();
+    let a = load(
+        &host,
+        "watcher",
+        "",
+        Limits {
+            max_long_running: BUDGET as u32,
+            ..Limits::default()
+        },
+    )
+    .await;
+    assert_eq!(count(&a).await, 1);
+    let before = rss();
+
+    let running = CancellationToken::new();
+    let mut watches = Vec::new();
+    for _ in 0..BUDGET {
+        watches.push(open_watch(&a, &running).await);
+    }
+
+    // Two thousand more watches with a deadline, and a thousand sessions:
+    // all wait for the budget, none gets an instance, each ends typed.
+    let started = Instant::now();
+    let deadline = Duration::from_secs(1);
+    let mut beyond = Vec::new();
+    for i in 0..BEYOND {
+        let a = a.clone();
+        beyond.push(tokio::spawn(async move {
+            if i % 2 == 0 {
+                let (tx, _rx) = mpsc::channel(1);
+                a.watch_bundles(&ctx(deadline), tx).await.map(|_| ())
+            } else {
+                let request = ExecRequest {
+                    command: vec!["cat".into()],
+                    stdin: true,
+                    tty: false,
+                    size: None,
+                };
+                a.exec(&ctx(deadline), &wref("b", "w"), &request)
+                    .await
+                    .map(|_| ())
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mid = rss();
+    for task in beyond {
+        let err = task
+            .await
+            .expect("join")
+            .expect_err("no budget left for it");
+        assert!(matches!(err, CallError::DeadlineExceeded { .. }), "{err:?}");
+    }
+    let took = started.elapsed();
+    assert!(
+        took < deadline + Duration::from_secs(5),
+        "the ones beyond the budget ended near their deadline: {took:?}"
+    );
+
+    // A thousand more without a deadline, cancelled: they end at once.
+    let cancel = CancellationToken::new();
+    let mut cancelled = Vec::new();
+    for _ in 0..1000 {
+        let a = a.clone();
+        let c = CallContext::new(cancel.clone()).without_deadline();
+        cancelled.push(tokio::spawn(async move {
+            let (tx, _rx) = mpsc::channel(1);
+            a.watch_bundles(&c, tx).await
+        }));
+    }
+    // Without a deadline, a call beyond the budget waits for it: nothing
+    // ends these but their cancellation.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        cancelled.iter().all(|t| !t.is_finished()),
+        "a watch without a deadline waits for the budget"
+    );
+    let started = Instant::now();
+    cancel.cancel();
+    for task in cancelled {
+        let err = task.await.expect("join").expect_err("cancelled waiting");
+        assert!(matches!(err, CallError::Cancelled { .. }), "{err:?}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // Ordinary calls are untouched by a full long-running budget.
+    assert_eq!(count(&a).await, 2, "the pooled instance served on");
+
+    // Cancel the running watches: each returns on its own, `cancelled`.
+    let started = Instant::now();
+    running.cancel();
+    for (task, rx) in watches {
+        let end = task.await.expect("join");
+        drop(rx);
+        assert!(matches!(end, Ok(WatchEnd::Cancelled)), "{end:?}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "within the cancellation grace and a margin"
+    );
+    let after = rss();
+    eprintln!(
+        "watches: RSS {:.1} MiB before, {:.1} MiB with {BUDGET} running and {BEYOND} waiting, \
+         {:.1} MiB after",
+        mib(before),
+        mib(mid),
+        mib(after)
+    );
+    assert!(
+        mid.saturating_sub(before) < SLACK + BUDGET as u64 * 4 * MIB,
+        "RSS grew by {:.1} MiB with the budget full and thousands waiting",
+        mib(mid.saturating_sub(before))
+    );
+
+    // The whole budget is back: it runs BUDGET watches again, and no more.
+    let again = CancellationToken::new();
+    let mut watches = Vec::new();
+    for _ in 0..BUDGET {
+        watches.push(open_watch(&a, &again).await);
+    }
+    let (tx, _rx) = mpsc::channel(1);
+    let err = a
+        .watch_bundles(&ctx(Duration::from_millis(300)), tx)
+        .await
+        .expect_err("the budget is exactly full");
+    assert!(matches!(err, CallError::DeadlineExceeded { .. }), "{err:?}");
+    again.cancel();
+    for (task, _rx) in watches {
+        let end = task.await.expect("join");
+        assert!(matches!(end, Ok(WatchEnd::Cancelled)), "{end:?}");
+    }
+    assert_eq!(a.idle_instances(), 1, "the pool kept its one instance");
+    assert_eq!(count(&a).await, 3);
+}
+
+// ---------------------------------------------------------------------------
+// 5. A panic in every export.
+
+fn panicked_on_a_fresh_instance(err: &CallError, expected_method: &str) {
+    match err {
+        CallError::Trap {
+            method, message, ..
+        } => {
+            assert_eq!(*method, expected_method);
+            assert!(
+                message.contains("panic in every export (call 1 of this instance)"),
+                "each call runs on a fresh instance: {message}"
+            );
+        }
+        other => panic!("expected a trap in {expected_method}, got {other:?}"),
+    }
+}
+
+/// An adapter that panics in every export: each shape of call (plain,
+/// stream-returning, output-stream, session-returning, watch) is a typed
+/// `Trap`, each on a fresh instance (the panic names the instance's call
+/// count), and a healthy adapter of the same host works throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_every_export_is_a_trap_each_time_on_a_fresh_instance() {
+    let _serial = SERIAL.lock().await;
+    let (host, _cache) = host();
+    let bad = load(
+        &host,
+        "panicky",
+        r#"{"misbehave": "panic-everywhere"}"#,
+        Limits {
+            quarantine_after: 1000,
+            ..Limits::default()
+        },
+    )
+    .await;
+    let good = load(&host, "healthy", "", Limits::default()).await;
+    let c = || ctx(Duration::from_secs(10));
+
+    for round in 1..=2u64 {
+        let err = bad.health_check(&c()).await.expect_err("panics");
+        panicked_on_a_fresh_instance(&err, "health-check");
+        let err = bad.observe(&c(), &bundle("x")).await.expect_err("panics");
+        panicked_on_a_fresh_instance(&err, "observe");
+        let err = bad.apply(&c(), &plan("x", &[])).await.expect_err("panics");
+        panicked_on_a_fresh_instance(&err, "apply");
+        let err = bad.edges(&c()).await.expect_err("panics");
+        panicked_on_a_fresh_instance(&err, "edges");
+        let err = bad
+            .logs(&c(), &wref("b", "w"), &log_options())
+            .await
+            .expect_err("panics");
+        panicked_on_a_fresh_instance(&err, "logs");
+        let volume = VolumeHandle {
+            bundle: "b".into(),
+            name: "v".into(),
+            location: String::new(),
+        };
+        let err = bad
+            .snapshot_volume(&c(), &volume, tokio::io::sink())
+            .await
+            .expect_err("panics");
+        panicked_on_a_fresh_instance(&err, "snapshot-volume");
+        let run = RunRequest {
+            command: vec!["echo".into()],
+            env: vec![],
+        };
+        let err = bad
+            .run(&c(), &wref("b", "w"), &run, tokio::io::sink())
+            .await
+            .expect_err("panics");
+        panicked_on_a_fresh_instance(&err, "run");
+        let exec = ExecRequest {
+            command: vec!["cat".into()],
+            stdin: true,
+            tty: false,
+            size: None,
+        };
+        let err = bad
+            .exec(&c(), &wref("b", "w"), &exec)
+            .await
+            .expect_err("panics");
+        panicked_on_a_fresh_instance(&err, "exec");
+        let (tx, _rx) = mpsc::channel(1);
+        let err = bad.watch_bundles(&c(), tx).await.expect_err("panics");
+        panicked_on_a_fresh_instance(&err, "watch-bundles");
+
+        assert_eq!(bad.idle_instances(), 0, "no crashed instance is kept");
+        assert_eq!(count(&good).await, round, "the healthy adapter serves on");
+    }
+    // Ten calls and no quarantine (set high here): each was still served.
+    assert!(bad.quarantine().is_none());
+}
+
+// ---------------------------------------------------------------------------
+// The engine's instance slots, shared by every adapter, run out.
+
+/// When the engine's pooling allocator has no slot left, a new instance
+/// cannot be made: the call fails with a typed error, but that is the host's
+/// shortage, not the adapter's fault, so it must not count towards the
+/// adapter's quarantine, and its pooled instance serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_out_of_engine_slots_is_not_the_adapters_fault() {
+    let _serial = SERIAL.lock().await;
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = Host::builder()
+        .cache_dir(cache.path())
+        .engine(pando_host::EngineSettings {
+            total_instances: 4,
+            ..pando_host::EngineSettings::default()
+        })
+        .build()
+        .expect("host");
+    let a = load(
+        &host,
+        "crowded",
+        "",
+        Limits {
+            max_long_running: 16,
+            quarantine_after: 3,
+            ..Limits::default()
+        },
+    )
+    .await;
+    assert_eq!(count(&a).await, 1);
+    // The pooled instance holds one slot; three watches take the rest.
+    let running = CancellationToken::new();
+    let mut watches = Vec::new();
+    for _ in 0..3 {
+        watches.push(open_watch(&a, &running).await);
+    }
+    for _ in 0..5 {
+        let (tx, _rx) = mpsc::channel(1);
+        let err = a
+            .watch_bundles(&ctx(Duration::from_secs(5)), tx)
+            .await
+            .expect_err("no slot is left for a fifth instance");
+        match &err {
+            CallError::Host {
+                method: "instantiate",
+                message,
+                ..
+            } => assert!(message.contains("total_instances"), "{message}"),
+            other => panic!("expected the host's shortage, got {other:?}"),
+        }
+    }
+    assert!(a.quarantine().is_none(), "{:?}", a.quarantine());
+    assert_eq!(count(&a).await, 2, "the pooled instance serves on");
+    running.cancel();
+    for (task, _rx) in watches {
+        let end = task.await.expect("join");
+        assert!(matches!(end, Ok(WatchEnd::Cancelled)), "{end:?}");
+    }
+}
