@@ -16,6 +16,9 @@
 //! read to the end with `fill_buf`/`consume`. Both ask for exactly the
 //! benchmark's size with `limitBytes`, and both clocks include opening the
 //! stream. Runs alternate host and native.
+//!
+//! The log pods run on the bench's cordoned node (`observe_setup`), in
+//! namespace `pando-bench-log`, which goes at the end; the file stays.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -24,10 +27,11 @@ use anyhow::{Context as _, Result, ensure};
 use futures::AsyncBufReadExt as _;
 use k8s_openapi::api::core::v1::{Container, Namespace, Pod, PodSpec};
 use kube::Api;
-use kube::api::{LogParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, LogParams, ObjectMeta, PostParams};
 use pando_host::types::{LogOptions, WorkloadRef};
 use pando_host::{Adapter, LoadOptions};
 
+use super::observe_setup as setup;
 use super::{call_ctx, what};
 use crate::env::{self, Identity};
 use crate::report::{Bench, Row, Unit};
@@ -50,6 +54,7 @@ pub async fn run(quick: bool) -> Result<Bench> {
     };
     let admin = env::client(Identity::Admin).await?;
     let client = env::client(Identity::Pando).await?;
+    setup::ensure_node(&admin).await?;
     ensure_namespace(&admin).await?;
     write_log_file(wanted)?;
     let mut bench = Bench::new("log", what("log"));
@@ -100,6 +105,13 @@ pub async fn run(quick: bool) -> Result<Bench> {
     bench
         .rows
         .push(row.target("host ≥ 90% of native throughput (ratio ≥ 0.90)", met));
+    // The namespace and its pods go; the log file stays for the next run.
+    if let Err(e) = Api::<Namespace>::all(admin)
+        .delete(NAMESPACE, &DeleteParams::background())
+        .await
+    {
+        bench.note(format!("cleanup of {NAMESPACE} failed: {e}"));
+    }
     Ok(bench)
 }
 
@@ -140,8 +152,7 @@ fn write_log_file(bytes: u64) -> Result<()> {
 }
 
 async fn ensure_namespace(admin: &kube::Client) -> Result<()> {
-    let api: Api<Namespace> = Api::all(admin.clone());
-    if api.get_opt(NAMESPACE).await?.is_none() {
+    if !setup::namespace_ready(admin, NAMESPACE).await? {
         let ns = Namespace {
             metadata: ObjectMeta {
                 name: Some(NAMESPACE.into()),
@@ -149,7 +160,9 @@ async fn ensure_namespace(admin: &kube::Client) -> Result<()> {
             },
             ..Namespace::default()
         };
-        api.create(&PostParams::default(), &ns).await?;
+        Api::<Namespace>::all(admin.clone())
+            .create(&PostParams::default(), &ns)
+            .await?;
     }
     Ok(())
 }
@@ -165,6 +178,9 @@ async fn ensure_pod(admin: &kube::Client, name: &str, container: &str) -> Result
                 ..ObjectMeta::default()
             },
             spec: Some(PodSpec {
+                // On the bench's cordoned node, off the nodes other tests
+                // count and fill.
+                node_name: Some(setup::NODE.into()),
                 restart_policy: Some("Never".into()),
                 containers: vec![Container {
                     name: container.into(),

@@ -87,6 +87,25 @@ pub async fn ensure_node(admin: &Client) -> Result<()> {
     }
 }
 
+/// Whether namespace `name` is there to use: `true` when it exists,
+/// `false` when it does not (any earlier one of that name, still
+/// terminating after a previous run's cleanup, has gone: waited for up to
+/// two minutes).
+pub async fn namespace_ready(admin: &Client, name: &str) -> Result<bool> {
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        match namespaces.get_opt(name).await? {
+            None => return Ok(false),
+            Some(ns) if ns.metadata.deletion_timestamp.is_none() => return Ok(true),
+            Some(_) if Instant::now() > deadline => {
+                bail!("namespace {name} is still terminating after 2 minutes")
+            }
+            Some(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
+}
+
 /// Creates the apps `ids`, `CONCURRENCY` at a time.
 pub async fn create_apps(admin: &Client, ids: &[String]) -> Result<()> {
     let config = Config::parse(env::KUBERNETES_CONFIG).map_err(|e| anyhow!("config: {e:?}"))?;

@@ -142,11 +142,8 @@ async fn create_app(admin: &Client, ns: &str) -> Result<()> {
     let config = Config::parse(env::KUBERNETES_CONFIG).map_err(sdk)?;
     let plan = plan();
     let namespaces: Api<Namespace> = Api::all(admin.clone());
-    if let Some(existing) = namespaces.get_opt(ns).await? {
-        if existing.metadata.deletion_timestamp.is_none() {
-            return Ok(());
-        }
-        bail!("namespace {ns} is still terminating from an earlier run; try again in a minute");
+    if setup::namespace_ready(admin, ns).await? {
+        return Ok(());
     }
     let pp = PostParams::default();
     namespaces
