@@ -361,7 +361,8 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for AuditCounter {
     }
 }
 
-fn install_audit_counter() {
+/// Installs the audit counter as the process's subscriber, once.
+pub(crate) fn install_audit_counter() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         let _ = tracing_subscriber::registry().with(AuditCounter).try_init();

@@ -9,14 +9,10 @@
 //! (`target/test-compile-cache`, [`crate::probe::shared_cache`]).
 
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
 
 use pando_host::{Adapter, Grants, Host, LoadError};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::components;
-use crate::kubernetes_adapter::Request;
 
 /// The configuration the tests load the adapter with (the Kubernetes
 /// adapter's tests use the same).
@@ -54,7 +50,7 @@ pub async fn load() -> (Adapter, Host) {
 
 /// The adapter, as `pando`, with `config`.
 pub async fn load_with(config: &str) -> (Adapter, Host) {
-    install_audit_counter();
+    crate::kubernetes_adapter::install_audit_counter();
     crate::probe::load_as_pando(&component(), grants(), config).await
 }
 
@@ -85,44 +81,6 @@ pub async fn load_error(config: &str) -> LoadError {
     }
 }
 
-static AUDIT: Mutex<Vec<Request>> = Mutex::new(Vec::new());
-
-struct AuditCounter;
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for AuditCounter {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        if event.metadata().target() == "pando_host::audit" {
-            let mut request = Request::default();
-            event.record(&mut request);
-            if let Ok(mut all) = AUDIT.lock() {
-                all.push(request);
-            }
-        }
-    }
-}
-
-/// Installs this module's audit counter as the process's subscriber. A test
-/// binary uses either this or `kubernetes_adapter`'s loaders, not both:
-/// only one subscriber is installed per process (load the Kubernetes
-/// adapter there with [`crate::probe::load_as_pando`]).
-fn install_audit_counter() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        let _ = tracing_subscriber::registry().with(AuditCounter).try_init();
-    });
-}
-
-/// How many audit events were recorded so far: pass it to [`requests`].
-pub fn audit_mark() -> usize {
-    AUDIT.lock().map(|a| a.len()).unwrap_or(0)
-}
-
-/// The requests about namespace `ns` (in it, or the namespace itself)
-/// since `mark`: a unique namespace tells one test's requests from another's.
-pub fn requests(mark: usize, ns: &str) -> Vec<Request> {
-    let all = AUDIT.lock().map(|a| a.clone()).unwrap_or_default();
-    all.into_iter()
-        .skip(mark)
-        .filter(|r| r.namespace == ns || r.name == ns)
-        .collect()
-}
+/// The host's audit events, counted by the one counter the tests share
+/// (the Kubernetes adapter's tests count theirs with it too).
+pub use crate::kubernetes_adapter::{audit_mark, requests};
