@@ -78,25 +78,6 @@ async fn r023_r025_apply_makes_a_default_deny_policy_admitting_pando_and_the_app
 }
 
 #[tokio::test]
-async fn r186_a_dns_name_egress_rule_is_unsupported_and_writes_nothing() {
-    let (a, _h) = ka::load().await;
-    let app = id("k8s-dns");
-    let mut p = plan(&app, &["web"]);
-    p.network.egress =
-        pando_host::types::EgressPolicy::Restricted(vec![pando_host::types::EgressRule {
-            destination: "api.example.com".into(),
-            ports: vec![443],
-        }]);
-    let err = a.apply(&ctx(), &p).await.expect_err("unsupported");
-    assert!(format!("{err:?}").contains("gateway"), "{err:?}");
-    let n = Api::<Namespace>::all(admin().await)
-        .get_opt(&format!("pando-{app}"))
-        .await
-        .expect("reading");
-    assert!(n.is_none(), "nothing written");
-}
-
-#[tokio::test]
 async fn r026_nothing_is_exposed_outside() {
     let (a, _h) = ka::load().await;
     let app = id("k8s-exp");
