@@ -1,5 +1,7 @@
 //! Stop, destroy, and what an app (and all of Pando's apps) use.
 
+use std::collections::BTreeSet;
+
 use pando_adapter_sdk::error::ErrorExt;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service,
@@ -149,8 +151,17 @@ pub fn usage(bundle: &BundleRef) -> Result<BundleUsage, Error> {
 
 /// Everything Pando has on the cluster: the apps whose namespaces are
 /// labelled as Pando's, their claims, and what their running pods request.
+///
+/// Every read is a list with Pando's label selector at any resource
+/// version: the API server answers it from its own watch cache, and the
+/// host's cache of Pando's objects (when the host runs one) answers it
+/// without a request at all. The pods are one cluster-wide list (granted
+/// for capacity accounting), so the cost is 2 + 1 claim list per app
+/// namespace rather than 1 + 2 per app namespace.
 pub fn in_use() -> Result<InUseReport, Error> {
-    let managed = ListParams::default().labels(&objects::managed_selector());
+    let managed = ListParams::default()
+        .labels(&objects::managed_selector())
+        .resource_version("0");
     let namespaces = Api::<Namespace>::all()
         .list(&managed)
         .map_err(|e| Error::from(e).context("listing Pando's namespaces"))?;
@@ -162,6 +173,7 @@ pub fn in_use() -> Result<InUseReport, Error> {
             memory_bytes: 0,
         },
     };
+    let mut apps = BTreeSet::new();
     for ns in &namespaces.items {
         let (Some(name), Some(id)) = (
             ns.metadata.name.as_deref(),
@@ -176,15 +188,35 @@ pub fn in_use() -> Result<InUseReport, Error> {
             continue;
         }
         report.bundles.push(id.clone());
-        report.volumes.extend(volumes::list_handles(id, name)?);
-        let pods = Api::<Pod>::namespaced(name)
+        apps.insert(name);
+        let claims = Api::<PersistentVolumeClaim>::namespaced(name)
             .list(&managed)
-            .map_err(|e| Error::from(e).context(&format!("the pods of `{name}`")))?;
-        for pod in pods.items.iter().filter(|p| !has_exited(p)) {
-            let r = requested(pod);
-            report.requested.cpu_millis += r.cpu_millis;
-            report.requested.memory_bytes += r.memory_bytes;
+            .map_err(|e| Error::from(e).context(&format!("the claims of namespace `{name}`")))?;
+        report.volumes.extend(
+            claims
+                .items
+                .iter()
+                .filter_map(|c| c.metadata.name.as_deref())
+                .map(|claim| volumes::handle(id, name, claim)),
+        );
+    }
+    // Pods outside the app namespaces (trials, the edge, the canary)
+    // belong to no app and are not counted.
+    let pods = Api::<Pod>::all()
+        .list(&managed)
+        .map_err(|e| Error::from(e).context("listing Pando's pods"))?;
+    for pod in pods.items.iter().filter(|p| !has_exited(p)) {
+        if !pod
+            .metadata
+            .namespace
+            .as_deref()
+            .is_some_and(|ns| apps.contains(ns))
+        {
+            continue;
         }
+        let r = requested(pod);
+        report.requested.cpu_millis += r.cpu_millis;
+        report.requested.memory_bytes += r.memory_bytes;
     }
     Ok(report)
 }

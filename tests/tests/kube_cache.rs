@@ -1,8 +1,8 @@
 //! The host's watch-fed cache (`pando_host::kubecache`) against the test
 //! cluster: reads at any version answered from stores fed by one watch
 //! each, grants enforced on them exactly as on live reads, the stores kept
-//! current by their watches, and an observe of the Kubernetes adapter that
-//! costs the API server nothing.
+//! current by their watches, and an observe and an in-use of the Kubernetes
+//! adapter that cost the API server nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -172,6 +172,39 @@ async fn an_observe_through_the_cache_costs_the_api_server_nothing_and_stays_cur
     assert!(
         sent.iter().all(|r| r.cached),
         "all 4 answered by the cache: {sent:?}"
+    );
+
+    // In-use reads through the cache as well: its namespace list, its one
+    // cluster-wide pod list and this app's claim list reach no API server,
+    // and the app, its volume and its pods' requests are in the answer.
+    let mark = audit_mark();
+    let in_use = cached.in_use(&ctx()).await.expect("in-use");
+    assert!(in_use.bundles.contains(&app), "{in_use:?}");
+    assert!(
+        in_use
+            .volumes
+            .iter()
+            .any(|v| v.bundle == app && v.name == "data"),
+        "{in_use:?}"
+    );
+    assert!(in_use.requested.cpu_millis > 0, "{in_use:?}");
+    let reads: Vec<_> = all_requests(mark)
+        .into_iter()
+        .filter(|r| r.verb == "list")
+        .filter(|r| {
+            (r.namespace.is_empty() && (r.resource == "namespaces" || r.resource == "pods"))
+                || (r.namespace == ns && r.resource == "persistentvolumeclaims")
+        })
+        .collect();
+    for resource in ["namespaces", "pods", "persistentvolumeclaims"] {
+        assert!(
+            reads.iter().any(|r| r.resource == resource),
+            "in-use lists {resource}: {reads:?}"
+        );
+    }
+    assert!(
+        reads.iter().all(|r| r.cached),
+        "in-use's lists answered by the cache: {reads:?}"
     );
 
     // A change reaches the store through its watch.

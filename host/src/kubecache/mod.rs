@@ -39,6 +39,7 @@
 //! serves every adapter the host loads with the same client
 //! ([`crate::LoadOptions::kubernetes_cache`]).
 
+mod index;
 mod selector;
 mod store;
 
@@ -235,10 +236,17 @@ impl Request<'_> {
         if !wanted.implies(self.selector) {
             return None;
         }
-        let mut items: Vec<_> = store.state_filter(|o| {
-            (self.namespace.is_none() || o.namespace().as_deref() == self.namespace)
-                && wanted.matches(o.labels())
-        });
+        let in_namespace = self.namespace.and_then(|ns| reflected.in_namespace(ns));
+        let mut items: Vec<_> = match in_namespace {
+            Some(objects) => objects
+                .into_iter()
+                .filter(|o| wanted.matches(o.labels()))
+                .collect(),
+            None => store.state_filter(|o| {
+                (self.namespace.is_none() || o.namespace().as_deref() == self.namespace)
+                    && wanted.matches(o.labels())
+            }),
+        };
         items.sort_by_key(|o| list_key(o.as_ref()));
         let list = List {
             api_version: "v1",

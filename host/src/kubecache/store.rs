@@ -2,17 +2,19 @@
 //! watch, and what the cache needs to know of its freshness.
 
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
+
+use super::index::NamespaceIndex;
 
 /// The annotation `kubectl apply` leaves: a copy of the object, dropped
 /// from the store with `managedFields` to keep it small.
@@ -33,6 +35,7 @@ struct Freshness {
 /// A store of `K` and the task that feeds it.
 pub(crate) struct Reflected<K: Resource<DynamicType = ()> + 'static> {
     store: Store<K>,
+    index: Arc<RwLock<NamespaceIndex>>,
     freshness: Arc<Mutex<Freshness>>,
     task: JoinHandle<()>,
 }
@@ -65,11 +68,21 @@ where
                 .modify(strip)
                 .default_backoff(),
         );
+        let index = Arc::new(RwLock::new(NamespaceIndex::default()));
         let fresh = Arc::clone(&freshness);
+        let indexed = Arc::clone(&index);
         let kind = K::kind(&());
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
+                // The store has applied the event; the index follows it
+                // before the store may be reported synced.
+                if let Ok(event) = &event {
+                    let Ok(mut index) = indexed.write() else {
+                        return;
+                    };
+                    index.follow(event);
+                }
                 let Ok(mut f) = fresh.lock() else { return };
                 match event {
                     Ok(Event::InitDone) => {
@@ -94,6 +107,7 @@ where
         });
         Reflected {
             store,
+            index,
             freshness,
             task,
         }
@@ -105,6 +119,19 @@ where
         let f = self.freshness.lock().ok()?.clone();
         f.synced
             .then(|| (&self.store, f.heard.elapsed(), f.resource_version))
+    }
+
+    /// The objects of namespace `ns`, found through the index rather than
+    /// by scanning the store; `None` if the index cannot be read (its
+    /// feeding task panicked), and then the caller scans.
+    pub(crate) fn in_namespace(&self, ns: &str) -> Option<Vec<Arc<K>>> {
+        let names = self.index.read().ok()?.names(ns);
+        Some(
+            names
+                .iter()
+                .filter_map(|name| self.store.get(&ObjectRef::new(name).within(ns)))
+                .collect(),
+        )
     }
 
     /// How many objects the store holds.
