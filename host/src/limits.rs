@@ -36,6 +36,17 @@ pub struct Limits {
     /// five minutes at most) and resets after a call succeeds.
     #[serde(with = "humantime_ms")]
     pub quarantine_backoff: Duration,
+    /// Log records a second the adapter's instances may send the host's
+    /// logs together: its `pando:runtime/log` records and its stderr lines,
+    /// each line one record (a record the subscriber would not keep takes
+    /// nothing). Past the budget records are dropped, never waited for, and
+    /// a warning (at most one a second) says how many before the next one
+    /// that passes, so a flooding adapter can neither bury the host's own
+    /// logs nor be slowed by them. 0 means no budget: every record passes.
+    pub log_records_per_second: u32,
+    /// The log records the adapter may send at once, above its rate, after
+    /// a quiet spell (the token bucket's size). 0 is taken as 1.
+    pub log_burst: u32,
 }
 
 impl Default for Limits {
@@ -50,6 +61,8 @@ impl Default for Limits {
             max_calls_per_instance: 100_000,
             quarantine_after: 5,
             quarantine_backoff: Duration::from_secs(1),
+            log_records_per_second: 1000,
+            log_burst: 10_000,
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
 use crate::engine::SharedEngine;
 use crate::error::CallError;
 use crate::imports::kubernetes::KubeContext;
+use crate::imports::log::LogBudget;
 use crate::limits::Limits;
 use crate::runner;
 use crate::state::{HostState, Identity};
@@ -40,6 +41,8 @@ pub(crate) struct Factory {
     pub(crate) config: String,
     pub(crate) limits: Limits,
     pub(crate) identity: Arc<Identity>,
+    /// The adapter's log budget: every instance made here draws on it.
+    pub(crate) log_budget: Arc<LogBudget>,
     pub(crate) kubernetes: Option<KubeContext>,
 }
 
@@ -59,6 +62,7 @@ impl Factory {
             engine: Arc::clone(engine),
             pre,
             config,
+            log_budget: Arc::new(LogBudget::of(&limits)),
             limits,
             identity,
             kubernetes,
@@ -67,7 +71,12 @@ impl Factory {
 
     /// A fresh store with its limits and deadline hook.
     fn store(&self) -> Store<HostState> {
-        let state = HostState::new(self.identity.clone(), &self.limits, self.kubernetes.clone());
+        let state = HostState::new(
+            self.identity.clone(),
+            &self.limits,
+            self.log_budget.clone(),
+            self.kubernetes.clone(),
+        );
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.epoch_deadline_callback(|mut cx| {
@@ -84,7 +93,8 @@ impl Factory {
         store
     }
 
-    /// The same factory, naming instances differently in logs.
+    /// The same factory (the same log budget), naming instances differently
+    /// in logs.
     pub(crate) fn with_identity(mut self, identity: Arc<Identity>) -> Self {
         self.identity = identity;
         self

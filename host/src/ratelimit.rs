@@ -1,6 +1,8 @@
 //! A request-rate budget: a token bucket that makes callers wait, never
 //! fail. An adapter over its budget is slowed to it, as client-go's limiter
-//! slows the reference adapter.
+//! slows the reference adapter. The guest's log budget
+//! ([`crate::imports::log::LogBudget`]) uses the same bucket the other way:
+//! a record over it is dropped, never waited for.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -42,7 +44,10 @@ impl RateLimiter {
         let mut b = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let elapsed = now.saturating_duration_since(b.last).as_secs_f64();
         b.tokens = (b.tokens + elapsed * self.qps).min(self.burst);
-        b.last = now;
+        // Threads sharing the bucket read the clock before taking the lock,
+        // so `now` may be older than `last`: moving `last` back would credit
+        // the same time twice.
+        b.last = b.last.max(now);
         if b.tokens >= 1.0 {
             b.tokens -= 1.0;
             Ok(())
@@ -97,6 +102,18 @@ mod tests {
         let t0 = Instant::now();
         assert!(rl.try_take(t0).is_ok());
         assert_eq!(rl.try_take(t0), Err(Duration::MAX));
+    }
+
+    #[test]
+    fn an_older_now_credits_no_time_twice() {
+        let rl = RateLimiter::new(10.0, 1);
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_millis(100);
+        assert!(rl.try_take(t0).is_ok());
+        assert!(rl.try_take(later).is_ok(), "refilled after 1/qps");
+        // A thread that read the clock at t0 takes the lock last.
+        assert!(rl.try_take(t0).is_err());
+        assert!(rl.try_take(later).is_err(), "the 100 ms were spent once");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! What a store carries: an inert WASI context, the resource table, the
-//! limiter, the call in progress, and the adapter's identity for logs.
+//! limiter, the call in progress, and the adapter's identity and log budget
+//! for logs.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use crate::imports::log::LogBudget;
 use crate::limits::{Limiter, Limits};
 use crate::stderr::StderrTail;
 
@@ -83,6 +85,8 @@ pub struct HostState {
     pub(crate) limiter: Limiter,
     pub(crate) call: ActiveCall,
     pub(crate) identity: Arc<Identity>,
+    /// The adapter's log budget, shared by all its instances.
+    pub(crate) log_budget: Arc<LogBudget>,
     pub(crate) stderr: StderrTail,
     /// The monotonic clock's zero, shared with the guest's
     /// `wasi:clocks/monotonic-clock` so deadlines translate exactly.
@@ -94,10 +98,11 @@ impl HostState {
     pub(crate) fn new(
         identity: Arc<Identity>,
         limits: &Limits,
+        log_budget: Arc<LogBudget>,
         kubernetes: Option<crate::imports::kubernetes::KubeContext>,
     ) -> Self {
         let clock_base = Instant::now();
-        let stderr = StderrTail::new(identity.clone());
+        let stderr = StderrTail::budgeted(identity.clone(), log_budget.clone());
         let wasi = WasiCtxBuilder::new()
             .stderr(stderr.clone())
             .monotonic_clock(BaseClock(clock_base))
@@ -111,6 +116,7 @@ impl HostState {
             limiter: Limiter::new(limits),
             call: ActiveCall::idle(),
             identity,
+            log_budget,
             stderr,
             clock_base,
             kubernetes,

@@ -1,6 +1,7 @@
-//! The guest's stderr: forwarded line by line to `tracing`, with the last few
-//! KiB kept so a crash can be explained (a Rust panic writes its message
-//! there just before it traps).
+//! The guest's stderr: forwarded line by line to `tracing`, within the
+//! adapter's log budget (each line one record), with the last few KiB kept
+//! whatever the budget, so a crash can be explained (a Rust panic writes its
+//! message there just before it traps).
 
 use std::io;
 use std::pin::Pin;
@@ -9,6 +10,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::AsyncWrite;
 
+use crate::imports::log::LogBudget;
 use crate::state::Identity;
 
 /// How much of the tail is kept.
@@ -27,6 +29,7 @@ struct Buffer {
 pub(crate) struct StderrTail {
     inner: Arc<Mutex<Buffer>>,
     identity: Arc<Mutex<Arc<Identity>>>,
+    budget: Arc<LogBudget>,
 }
 
 impl StderrTail {
@@ -34,10 +37,17 @@ impl StderrTail {
         *self.identity.lock().unwrap_or_else(|p| p.into_inner()) = identity;
     }
 
+    /// A stderr with no log budget (the fuzz target's).
     pub(crate) fn new(identity: Arc<Identity>) -> Self {
+        Self::budgeted(identity, Arc::new(LogBudget::unlimited()))
+    }
+
+    /// A stderr whose lines draw on the adapter's log budget.
+    pub(crate) fn budgeted(identity: Arc<Identity>, budget: Arc<LogBudget>) -> Self {
         StderrTail {
             inner: Arc::default(),
             identity: Arc::new(Mutex::new(identity)),
+            budget,
         }
     }
 
@@ -50,6 +60,7 @@ impl StderrTail {
 
     pub(crate) fn write(&self, bytes: &[u8]) {
         let mut b = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        // The tail is kept whatever the budget: it explains a crash.
         b.tail.extend_from_slice(bytes);
         if b.tail.len() > TAIL {
             let cut = b.tail.len() - TAIL;
@@ -63,13 +74,19 @@ impl StderrTail {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .clone();
-                tracing::warn!(
-                    target: "pando_host::guest",
-                    adapter = %identity.name,
-                    stream = "stderr",
-                    "{}",
-                    String::from_utf8_lossy(&line)
-                );
+                // A line the subscriber would discard takes nothing of the
+                // budget.
+                if tracing::enabled!(target: "pando_host::guest", tracing::Level::WARN)
+                    && self.budget.pass(&identity.name)
+                {
+                    tracing::warn!(
+                        target: "pando_host::guest",
+                        adapter = %identity.name,
+                        stream = "stderr",
+                        "{}",
+                        String::from_utf8_lossy(&line)
+                    );
+                }
                 if byte == b'\n' {
                     continue;
                 }

@@ -103,10 +103,18 @@ fn mib(bytes: u64) -> f64 {
 
 // ---------------------------------------------------------------------------
 // Log output, counted: every test in this binary logs through a subscriber
-// that formats each event (as a real one would) and counts what it wrote.
+// that formats each event (as a real one would) and counts what it wrote,
+// and, of the host's notices of records dropped over an adapter's log
+// budget, how many there were and the records they say were dropped.
 
 static LOG_BYTES: AtomicU64 = AtomicU64::new(0);
 static LOG_LINES: AtomicU64 = AtomicU64::new(0);
+static LOG_NOTICES: AtomicU64 = AtomicU64::new(0);
+static LOG_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// What the host's notice says after the count; the count is the digits
+/// just before it, in the message, which the formatter writes unstyled.
+const NOTICE: &str = " log records of adapter `";
 
 struct Counting;
 
@@ -115,6 +123,23 @@ impl Write for Counting {
         LOG_BYTES.fetch_add(buf.len() as u64, Ordering::Relaxed);
         let lines = buf.iter().filter(|b| **b == b'\n').count() as u64;
         LOG_LINES.fetch_add(lines, Ordering::Relaxed);
+        let text = String::from_utf8_lossy(buf);
+        for line in text.lines() {
+            if !line.contains("dropped: over its log budget") {
+                continue;
+            }
+            LOG_NOTICES.fetch_add(1, Ordering::Relaxed);
+            let count = line.find(NOTICE).and_then(|end| {
+                let digits = line[..end]
+                    .bytes()
+                    .rev()
+                    .take_while(u8::is_ascii_digit)
+                    .count();
+                line[end - digits..end].parse::<u64>().ok()
+            });
+            let count = count.unwrap_or_else(|| panic!("a notice without its count: {line}"));
+            LOG_DROPPED.fetch_add(count, Ordering::Relaxed);
+        }
         Ok(buf.len())
     }
 
@@ -205,7 +230,8 @@ async fn huge_return_values_cost_a_typed_error_and_bounded_memory() {
     );
 
     // What fits under the guest's limit is lifted into the host: the host
-    // has no limit of its own on a return value, the guest's memory is it.
+    // has no limit of its own on a return value, the guest's memory is it
+    // (for values whose elements do not share bytes: docs/security.md).
     let big = 40 * MIB;
     let observed = a
         .observe(&ctx(deadline), &bundle(&format!("huge-{big}")))
@@ -258,10 +284,22 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i.min(sorted.len() - 1)]
 }
 
+/// The lines at most that an adapter's log budget lets reach the subscriber
+/// over `window`: the burst, the rate over the window, the notices of what
+/// was dropped (each one line; the host gives at most one a second, the
+/// first at once), and one line of margin for the bucket's floating-point
+/// refill, which may round a token a hair early.
+fn budget_bound(limits: &Limits, window: Duration) -> u64 {
+    let refill = (f64::from(limits.log_records_per_second) * window.as_secs_f64()).ceil() as u64;
+    let notices = 1 + window.as_secs();
+    u64::from(limits.log_burst) + refill + notices + 1
+}
+
 /// Millions of lines through `pando:runtime/log` and stderr: a finite flood
-/// finishes, an endless one is stopped at its deadline with a typed error;
-/// memory stays bounded, and a healthy adapter beside it answers with
-/// normal latency all along.
+/// finishes within the adapter's log budget (the rest dropped, and counted
+/// in a notice), an endless one is stopped at its deadline with a typed
+/// error; memory stays bounded, and a healthy adapter beside it answers
+/// with normal latency all along.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_flood_is_stopped_at_its_deadline_and_the_neighbour_keeps_answering() {
     let _serial = SERIAL.lock().await;
@@ -271,28 +309,84 @@ async fn a_log_flood_is_stopped_at_its_deadline_and_the_neighbour_keeps_answerin
         memory_bytes: 64 * MIB,
         ..Limits::default()
     };
+    let small = Limits {
+        log_records_per_second: 100,
+        log_burst: 1000,
+        ..limits.clone()
+    };
+    let budgeted = load(&host, "budgeted", "", small.clone()).await;
     let flooder = load(&host, "flooder", "", limits.clone()).await;
-    let healthy = load(&host, "healthy", "", limits).await;
+    let healthy = load(&host, "healthy", "", limits.clone()).await;
 
-    // A finite flood: all of it passes (the host has no log budget).
-    let lines_before = LOG_LINES.load(Ordering::Relaxed);
-    flooder
+    // A finite flood of 40 000 records (20 000 through the log, 20 000 on
+    // stderr: one budget for both) from an adapter with a small budget: the
+    // burst passes, then the rate; the rest is dropped without slowing the
+    // guest.
+    let counts = || {
+        (
+            LOG_LINES.load(Ordering::Relaxed),
+            LOG_NOTICES.load(Ordering::Relaxed),
+            LOG_DROPPED.load(Ordering::Relaxed),
+        )
+    };
+    let (lines_before, notices_before, dropped_before) = counts();
+    let started = Instant::now();
+    budgeted
         .apply(&ctx(Duration::from_secs(60)), &plan("log-flood-20000", &[]))
         .await
         .expect("a finite flood finishes");
-    let emitted = LOG_LINES.load(Ordering::Relaxed) - lines_before;
+    let window = started.elapsed();
+    let (lines, notices, _) = counts();
+    let notices = notices - notices_before;
+    let passed = lines - lines_before - notices;
+    eprintln!(
+        "finite flood: {passed} of 40000 records and {notices} notices reached the subscriber \
+         in {window:?}"
+    );
     assert!(
-        emitted >= 40_000,
-        "every line of the log and of stderr reaches the subscriber: {emitted}"
+        passed >= u64::from(small.log_burst),
+        "the burst reaches the subscriber: {passed} records"
+    );
+    assert!(
+        passed + notices <= budget_bound(&small, window),
+        "at most the budget reaches the subscriber: {passed} records and {notices} notices \
+         in {window:?}"
+    );
+    // The count of what was dropped comes with the next record that passes:
+    // one a second later (the host tells the count at most once a second;
+    // the bucket has refilled by then) tells what the flood's last notice
+    // did not, so every record of the flood is either logged or counted.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (lines_mid, notices_mid, _) = counts();
+    budgeted
+        .apply(&ctx(Duration::from_secs(60)), &plan("log-flood-1", &[]))
+        .await
+        .expect("one more record");
+    let (lines_after, notices_after, dropped_after) = counts();
+    assert_eq!(
+        (lines_after - lines_mid, notices_after - notices_mid),
+        (3, 1),
+        "the notice, then the record and the stderr line"
+    );
+    assert!(
+        notices_after - notices_before >= 1,
+        "a WARN notice tells the dropped count"
+    );
+    assert_eq!(
+        passed + (dropped_after - dropped_before),
+        40_000,
+        "every record of the flood was logged or counted as dropped"
     );
 
-    // An endless flood, with a healthy adapter called beside it.
+    // An endless flood, with a healthy adapter called beside it; the
+    // flooder has the default budget.
     let before = rss();
     let (lines0, bytes0) = (
         LOG_LINES.load(Ordering::Relaxed),
         LOG_BYTES.load(Ordering::Relaxed),
     );
     let deadline = Duration::from_secs(5);
+    let flood_started = Instant::now();
     let flood = {
         let flooder = flooder.clone();
         tokio::spawn(async move {
@@ -315,6 +409,7 @@ async fn a_log_flood_is_stopped_at_its_deadline_and_the_neighbour_keeps_answerin
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let (result, took) = flood.await.expect("join");
+    let flood_window = flood_started.elapsed();
     let lines = LOG_LINES.load(Ordering::Relaxed) - lines0;
     let bytes = LOG_BYTES.load(Ordering::Relaxed) - bytes0;
     let after = rss();
@@ -339,9 +434,18 @@ async fn a_log_flood_is_stopped_at_its_deadline_and_the_neighbour_keeps_answerin
         mib(before),
         mib(after)
     );
+    // The guest writes far faster than the default budget (the finite flood
+    // wrote its 40 000 records at over 10 000 a second, even in a debug
+    // build), so what reaches the subscriber is what the budget lets
+    // through: all of the burst, and no more than the burst and the rate
+    // over the flood (about 15 000 lines), not the guest's 50 000 and more.
     assert!(
-        lines > 10_000,
-        "the flood was a flood: {lines} lines reached the subscriber"
+        lines >= u64::from(limits.log_burst),
+        "the flood was a flood, its whole burst logged: {lines} lines reached the subscriber"
+    );
+    assert!(
+        lines <= budget_bound(&limits, flood_window),
+        "the default budget held the flood: {lines} lines in {flood_window:?}"
     );
     assert!(
         latencies.len() >= 20,

@@ -1,7 +1,13 @@
 //! `pando:runtime/log`: the guest's log records, into the host's `tracing`
-//! with the adapter's identity.
+//! with the adapter's identity, within the adapter's [`LogBudget`].
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::bindings::v0_1::pando::runtime::log::{Host, Level};
+use crate::limits::Limits;
+use crate::ratelimit::RateLimiter;
 use crate::state::HostState;
 
 /// Records the host keeps of one message, so a chatty adapter costs bounded
@@ -10,6 +16,100 @@ pub(crate) const MAX_MESSAGE: usize = 16 << 10;
 pub(crate) const MAX_FIELDS: usize = 32;
 pub(crate) const MAX_KEY: usize = 256;
 pub(crate) const MAX_VALUE: usize = 4 << 10;
+
+/// The least time between two notices of dropped records: under a steady
+/// flood the count is told once a second, not with every record that
+/// passes, so the notices cannot double what the budget lets through.
+pub(crate) const NOTICE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// One adapter's budget of log records (`Limits::log_records_per_second`,
+/// `Limits::log_burst`), shared by all its instances: its
+/// `pando:runtime/log` records and its stderr lines draw on it alike. A
+/// record over it is dropped and counted, never waited for, so logging
+/// never slows a guest; a notice of the count comes before the next record
+/// that passes (at most one notice per [`NOTICE_INTERVAL`]).
+#[derive(Debug)]
+pub(crate) struct LogBudget {
+    /// `None`: no budget, every record passes.
+    bucket: Option<RateLimiter>,
+    per_second: u32,
+    burst: u32,
+    /// Records dropped since the last notice.
+    dropped: AtomicU64,
+    /// When the last notice was given.
+    last_notice: Mutex<Option<Instant>>,
+}
+
+impl LogBudget {
+    /// A full budget of `per_second` records a second, `burst` at once (0
+    /// taken as 1); no budget when `per_second` is 0.
+    pub(crate) fn new(per_second: u32, burst: u32) -> Self {
+        let burst = burst.max(1);
+        LogBudget {
+            bucket: (per_second > 0).then(|| RateLimiter::new(f64::from(per_second), burst)),
+            per_second,
+            burst,
+            dropped: AtomicU64::new(0),
+            last_notice: Mutex::new(None),
+        }
+    }
+
+    /// The budget `limits` set.
+    pub(crate) fn of(limits: &Limits) -> Self {
+        Self::new(limits.log_records_per_second, limits.log_burst)
+    }
+
+    /// No budget (what the fuzz targets' stderr runs with).
+    pub(crate) fn unlimited() -> Self {
+        Self::new(0, 0)
+    }
+
+    /// Whether a record may be logged at `now`: `None` when it is over the
+    /// budget (it is counted as dropped); else the records dropped before it
+    /// that a notice must tell first (0: no notice now).
+    pub(crate) fn admit(&self, now: Instant) -> Option<u64> {
+        let Some(bucket) = &self.bucket else {
+            return Some(0);
+        };
+        if bucket.try_take(now).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        if self.dropped.load(Ordering::Relaxed) == 0 {
+            return Some(0);
+        }
+        let mut last = self.last_notice.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|l| now.saturating_duration_since(l) < NOTICE_INTERVAL) {
+            return Some(0);
+        }
+        *last = Some(now);
+        Some(self.dropped.swap(0, Ordering::Relaxed))
+    }
+
+    /// Whether a record of `adapter` may be logged now; gives the notice of
+    /// dropped records first when one is due.
+    pub(crate) fn pass(&self, adapter: &str) -> bool {
+        if self.bucket.is_none() {
+            return true;
+        }
+        match self.admit(Instant::now()) {
+            None => false,
+            Some(0) => true,
+            Some(dropped) => {
+                tracing::warn!(
+                    target: "pando_host::guest",
+                    adapter,
+                    dropped,
+                    "{dropped} log records of adapter `{adapter}` dropped: over its log budget \
+                     ({} a second, burst {}; limits.log_records_per_second, limits.log_burst)",
+                    self.per_second,
+                    self.burst,
+                );
+                true
+            }
+        }
+    }
+}
 
 fn tracing_level(level: Level) -> tracing::Level {
     match level {
@@ -32,23 +132,31 @@ pub(crate) fn clip(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// Whether the subscriber wants guest records at `level`.
+fn guest_enabled(level: Level) -> bool {
+    match tracing_level(level) {
+        tracing::Level::TRACE => {
+            tracing::enabled!(target: "pando_host::guest", tracing::Level::TRACE)
+        }
+        tracing::Level::DEBUG => {
+            tracing::enabled!(target: "pando_host::guest", tracing::Level::DEBUG)
+        }
+        tracing::Level::INFO => {
+            tracing::enabled!(target: "pando_host::guest", tracing::Level::INFO)
+        }
+        tracing::Level::WARN => {
+            tracing::enabled!(target: "pando_host::guest", tracing::Level::WARN)
+        }
+        _ => tracing::enabled!(target: "pando_host::guest", tracing::Level::ERROR),
+    }
+}
+
 impl Host for HostState {
+    /// Whether the subscriber wants the level, whatever is left of the
+    /// budget: a guest asks this to skip building a record, and a record it
+    /// sends over the budget is dropped anyway.
     async fn enabled(&mut self, level: Level) -> wasmtime::Result<bool> {
-        Ok(match tracing_level(level) {
-            tracing::Level::TRACE => {
-                tracing::enabled!(target: "pando_host::guest", tracing::Level::TRACE)
-            }
-            tracing::Level::DEBUG => {
-                tracing::enabled!(target: "pando_host::guest", tracing::Level::DEBUG)
-            }
-            tracing::Level::INFO => {
-                tracing::enabled!(target: "pando_host::guest", tracing::Level::INFO)
-            }
-            tracing::Level::WARN => {
-                tracing::enabled!(target: "pando_host::guest", tracing::Level::WARN)
-            }
-            _ => tracing::enabled!(target: "pando_host::guest", tracing::Level::ERROR),
-        })
+        Ok(guest_enabled(level))
     }
 
     async fn log(
@@ -58,6 +166,11 @@ impl Host for HostState {
         fields: Vec<(String, String)>,
     ) -> wasmtime::Result<()> {
         let adapter = self.identity.name.as_str();
+        // A record the subscriber would discard takes nothing of the budget;
+        // one over the budget costs nothing more than this check.
+        if !guest_enabled(level) || !self.log_budget.pass(adapter) {
+            return Ok(());
+        }
         let message = clip(&message, MAX_MESSAGE);
         let fields: Vec<String> = fields
             .iter()
@@ -78,5 +191,101 @@ impl Host for HostState {
             _ => emit!(tracing::Level::ERROR),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_within_the_burst_pass_then_are_dropped_and_counted() {
+        let budget = LogBudget::new(10, 5);
+        let t0 = Instant::now();
+        for i in 0..5 {
+            assert_eq!(budget.admit(t0), Some(0), "record {i} is within the burst");
+        }
+        for _ in 0..7 {
+            assert_eq!(budget.admit(t0), None, "over the budget");
+        }
+        assert_eq!(budget.dropped.load(Ordering::Relaxed), 7);
+    }
+
+    #[test]
+    fn the_notice_comes_with_the_first_record_that_passes_again() {
+        let budget = LogBudget::new(10, 2);
+        let t0 = Instant::now();
+        assert_eq!(budget.admit(t0), Some(0));
+        assert_eq!(budget.admit(t0), Some(0));
+        assert_eq!(budget.admit(t0), None);
+        assert_eq!(budget.admit(t0), None);
+        // Still empty 50 ms later (one token every 100 ms).
+        assert_eq!(budget.admit(t0 + Duration::from_millis(50)), None);
+        let t1 = t0 + Duration::from_millis(100);
+        assert_eq!(budget.admit(t1), Some(3), "the three dropped are told");
+        assert_eq!(budget.dropped.load(Ordering::Relaxed), 0);
+        let t2 = t1 + Duration::from_millis(100);
+        assert_eq!(budget.admit(t2), Some(0), "nothing dropped since");
+    }
+
+    #[test]
+    fn under_a_steady_flood_the_count_is_told_once_per_interval() {
+        let budget = LogBudget::new(10, 1);
+        let t0 = Instant::now();
+        assert_eq!(budget.admit(t0), Some(0));
+        assert_eq!(budget.admit(t0), None);
+        let mut now = t0 + Duration::from_millis(100);
+        assert_eq!(budget.admit(now), Some(1), "the first notice at once");
+        let mut told = Vec::new();
+        // 100 records every 100 ms for 2 s: one passes each time.
+        for _ in 0..20 {
+            for _ in 0..99 {
+                assert_eq!(budget.admit(now), None);
+            }
+            now += Duration::from_millis(100);
+            match budget.admit(now) {
+                Some(0) => {}
+                Some(n) => told.push((now - t0, n)),
+                None => panic!("a token every 100 ms"),
+            }
+        }
+        assert_eq!(
+            told,
+            [
+                (Duration::from_millis(1100), 990),
+                (Duration::from_millis(2100), 990)
+            ],
+            "one notice a second, with every record dropped since the last"
+        );
+    }
+
+    #[test]
+    fn zero_records_a_second_is_no_budget() {
+        let budget = LogBudget::new(0, 0);
+        let t0 = Instant::now();
+        for _ in 0..100_000 {
+            assert_eq!(budget.admit(t0), Some(0));
+        }
+        assert!(LogBudget::unlimited().pass("a"));
+        assert_eq!(budget.dropped.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_burst_of_zero_is_one() {
+        let budget = LogBudget::new(1, 0);
+        let t0 = Instant::now();
+        assert_eq!(budget.admit(t0), Some(0));
+        assert_eq!(budget.admit(t0), None);
+        assert_eq!(budget.admit(t0 + Duration::from_secs(1)), Some(1));
+    }
+
+    #[test]
+    fn the_defaults_are_a_budget() {
+        let budget = LogBudget::of(&Limits::default());
+        let t0 = Instant::now();
+        for _ in 0..10_000 {
+            assert_eq!(budget.admit(t0), Some(0));
+        }
+        assert_eq!(budget.admit(t0), None);
     }
 }
