@@ -181,6 +181,25 @@ pub enum CallError {
         /// The last failure.
         reason: String,
     },
+    /// A call without a deadline found every instance it may use busy for
+    /// `limits.default_timeout`. Nothing ran; the adapter is not at fault.
+    #[error(
+        "adapter `{adapter}` had no free instance for `{method}` within {waited:?}: all {limit} \
+         its `limits.{setting}` allows stayed busy (raise it, end some of the calls holding \
+         them, or give the call a deadline to wait longer)"
+    )]
+    Busy {
+        /// The adapter's kind.
+        adapter: String,
+        /// The export called.
+        method: &'static str,
+        /// How long the call waited.
+        waited: Duration,
+        /// The instances the limit allows.
+        limit: u32,
+        /// The limit: `max_instances` or `max_long_running`.
+        setting: &'static str,
+    },
     /// The host itself failed (a broken stream, an internal fault).
     #[error("host error in `{method}` on adapter `{adapter}`: {message}")]
     Host {
@@ -214,6 +233,7 @@ impl CallError {
             CallError::DeadlineExceeded { .. } => "deadline",
             CallError::Cancelled { .. } => "cancelled",
             CallError::Quarantined { .. } => "quarantined",
+            CallError::Busy { .. } => "busy",
             CallError::Host { .. } => "host",
         }
     }

@@ -172,6 +172,25 @@ pub(crate) struct Pool {
     long_permits: Arc<Semaphore>,
 }
 
+/// Which of an adapter's instance budgets a call draws on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Budget {
+    /// `max_instances`, pooled and reused.
+    Ordinary,
+    /// `max_long_running`, a fresh instance per call (watch, exec).
+    LongRunning,
+}
+
+impl Budget {
+    /// The limit's name, for the operator.
+    fn setting(self) -> &'static str {
+        match self {
+            Budget::Ordinary => "max_instances",
+            Budget::LongRunning => "max_long_running",
+        }
+    }
+}
+
 /// An instance lent to one call.
 pub(crate) struct Lease {
     /// Always `Some` until the lease is dropped.
@@ -208,7 +227,7 @@ impl Pool {
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
     ) -> Result<Lease, CallError> {
-        self.lease_from(&self.permits, true, method, deadline, timeout, cancel)
+        self.lease_from(Budget::Ordinary, method, deadline, timeout, cancel)
             .await
     }
 
@@ -220,7 +239,7 @@ impl Pool {
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
     ) -> Result<Lease, CallError> {
-        self.lease_from(&self.long_permits, false, method, deadline, timeout, cancel)
+        self.lease_from(Budget::LongRunning, method, deadline, timeout, cancel)
             .await
     }
 
@@ -228,13 +247,13 @@ impl Pool {
     /// new one; only a pooled lease goes back to the pool.
     async fn lease_from(
         self: &Arc<Self>,
-        budget: &Arc<Semaphore>,
-        pooled: bool,
+        budget: Budget,
         method: &'static str,
         deadline: Option<Instant>,
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
     ) -> Result<Lease, CallError> {
+        let pooled = budget == Budget::Ordinary;
         let permit = self
             .acquire(budget, method, deadline, timeout, cancel)
             .await?;
@@ -255,27 +274,46 @@ impl Pool {
         })
     }
 
+    /// A permit from `budget`, within the call's deadline. A call without
+    /// one waits no longer than `limits.default_timeout`: behind a budget
+    /// that never frees (a thousand watches that never end) it would
+    /// otherwise hang with nothing to say why.
     async fn acquire(
         &self,
-        sem: &Arc<Semaphore>,
+        budget: Budget,
         method: &'static str,
         deadline: Option<Instant>,
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
     ) -> Result<OwnedSemaphorePermit, CallError> {
         let adapter = self.factory.identity.name.clone();
+        let (sem, limit) = match budget {
+            Budget::Ordinary => (&self.permits, self.factory.limits.max_instances),
+            Budget::LongRunning => (&self.long_permits, self.factory.limits.max_long_running),
+        };
+        let waited = self.factory.limits.default_timeout;
         let wait = sem.clone().acquire_owned();
-        let expired = runner::sleep_until_opt(deadline);
+        let expired =
+            runner::sleep_until_opt(Some(deadline.unwrap_or_else(|| Instant::now() + waited)));
         tokio::select! {
             p = wait => p.map_err(|_| CallError::Host {
                 adapter,
                 method,
                 message: "the adapter's instance pool is closed".into(),
             }),
-            () = expired => Err(CallError::DeadlineExceeded {
-                adapter,
-                method,
-                timeout: timeout.unwrap_or_default(),
+            () = expired => Err(match deadline {
+                Some(_) => CallError::DeadlineExceeded {
+                    adapter,
+                    method,
+                    timeout: timeout.unwrap_or_default(),
+                },
+                None => CallError::Busy {
+                    adapter,
+                    method,
+                    waited,
+                    limit: limit.max(1),
+                    setting: budget.setting(),
+                },
             }),
             () = cancel.cancelled() => Err(CallError::Cancelled { adapter, method }),
         }

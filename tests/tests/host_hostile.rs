@@ -693,7 +693,8 @@ async fn open_watch(
 
 /// Thousands of watches and sessions at once: those within the long-running
 /// budget run, the rest fail at their deadline or cancellation without ever
-/// getting an instance, memory stays bounded, and once the watches are
+/// getting an instance (one without a deadline, `Busy` after the adapter's
+/// default timeout), memory stays bounded, and once the watches are
 /// cancelled the budget is whole again and ordinary calls never noticed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_watches_beyond_the_budget_fail_typed_and_the_budget_recovers() {
@@ -759,7 +760,49 @@ async fn thousands_of_watches_beyond_the_budget_fail_typed_and_the_budget_recove
         "the ones beyond the budget ended near their deadline: {took:?}"
     );
 
-    // A thousand more without a deadline, cancelled: they end at once.
+    // Without a deadline a call waits for the budget no longer than the
+    // adapter's `default_timeout`, then fails `Busy`, naming the limit: a
+    // hang behind watches that never end would say nothing.
+    let b = load(
+        &host,
+        "busy",
+        "",
+        Limits {
+            max_long_running: 1,
+            default_timeout: Duration::from_millis(500),
+            ..Limits::default()
+        },
+    )
+    .await;
+    let holding = CancellationToken::new();
+    let (held, _held_rx) = open_watch(&b, &holding).await;
+    let started = Instant::now();
+    let (tx, _rx) = mpsc::channel(1);
+    let c = CallContext::new(CancellationToken::new()).without_deadline();
+    let err = b
+        .watch_bundles(&c, tx)
+        .await
+        .expect_err("no long-running instance is free");
+    let waited = started.elapsed();
+    assert!(
+        matches!(
+            &err,
+            CallError::Busy { limit: 1, setting: "max_long_running", waited, .. }
+                if *waited == Duration::from_millis(500)
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), "busy");
+    assert!(err.to_string().contains("limits.max_long_running"), "{err}");
+    assert!(
+        waited >= Duration::from_millis(500) && waited < Duration::from_secs(5),
+        "it waited its default timeout: {waited:?}"
+    );
+    holding.cancel();
+    assert!(matches!(held.await.expect("join"), Ok(WatchEnd::Cancelled)));
+
+    // A thousand more without a deadline, cancelled while they wait (the
+    // adapter's default timeout is 60 s): they end at once.
     let cancel = CancellationToken::new();
     let mut cancelled = Vec::new();
     for _ in 0..1000 {
@@ -770,8 +813,8 @@ async fn thousands_of_watches_beyond_the_budget_fail_typed_and_the_budget_recove
             a.watch_bundles(&c, tx).await
         }));
     }
-    // Without a deadline, a call beyond the budget waits for it: nothing
-    // ends these but their cancellation.
+    // Within the default timeout, nothing ends these but their
+    // cancellation.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(
         cancelled.iter().all(|t| !t.is_finished()),
