@@ -293,8 +293,10 @@ impl Pool {
         };
         let waited = self.factory.limits.default_timeout;
         let wait = sem.clone().acquire_owned();
+        // A default timeout too large for the clock bounds nothing, as a
+        // call's own deadline would not (`CallContext::deadline`).
         let expired =
-            runner::sleep_until_opt(Some(deadline.unwrap_or_else(|| Instant::now() + waited)));
+            runner::sleep_until_opt(deadline.or_else(|| Instant::now().checked_add(waited)));
         tokio::select! {
             p = wait => p.map_err(|_| CallError::Host {
                 adapter,
