@@ -169,7 +169,7 @@ impl Adapter {
         async move {
             let started = Instant::now();
             let default = self.inner.limits.default_timeout;
-            let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
+            let (deadline, timeout) = (ctx.deadline_from(started, default), ctx.timeout(default));
             let cancel = ctx.cancel_token();
             let result = async {
                 let mut lease = self
@@ -178,11 +178,12 @@ impl Adapter {
                 if after == After::Discard {
                     lease.discard_after();
                 }
-                let r = runner::run(
+                let r = runner::run_timed(
                     lease.instance(),
                     &self.inner.identity.name,
                     method,
                     deadline,
+                    timeout,
                     cancel,
                     f,
                 )

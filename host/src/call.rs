@@ -59,7 +59,12 @@ impl CallContext {
 
     /// The absolute deadline of a call starting now.
     pub(crate) fn deadline(&self, default: Duration) -> Option<Instant> {
-        self.timeout(default)
-            .and_then(|t| Instant::now().checked_add(t))
+        self.deadline_from(Instant::now(), default)
+    }
+
+    /// The absolute deadline of a call that started at `started` (one
+    /// clock reading serves the call's timing and its deadline).
+    pub(crate) fn deadline_from(&self, started: Instant, default: Duration) -> Option<Instant> {
+        self.timeout(default).and_then(|t| started.checked_add(t))
     }
 }

@@ -43,10 +43,16 @@ pub(crate) async fn run_bare(
         &mut Store<HostState>,
     ) -> wasmtime::Result<crate::bindings::v0_1::KubernetesAdapter>,
 ) -> Result<Instance, CallError> {
-    match guarded(&mut store, adapter, method, deadline, cancel, f).await {
+    let timeout = remaining(deadline);
+    match guarded(&mut store, adapter, method, deadline, timeout, cancel, f).await {
         Ok(bindings) => Ok(Instance::new(store, bindings)),
         Err((e, _)) => Err(e),
     }
+}
+
+/// How long until `deadline`, for error messages.
+fn remaining(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| d.saturating_duration_since(Instant::now()))
 }
 
 /// Runs one export call on an instance. The adapter's own error is passed
@@ -59,6 +65,21 @@ pub(crate) async fn run<R>(
     cancel: &CancellationToken,
     f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, AdapterError>>,
 ) -> Result<R, CallError> {
+    let timeout = remaining(deadline);
+    run_timed(inst, adapter, method, deadline, timeout, cancel, f).await
+}
+
+/// [`run`] for a caller that knows the call's timeout already: one clock
+/// reading fewer on the path of every ordinary call.
+pub(crate) async fn run_timed<R>(
+    inst: &mut Instance,
+    adapter: &str,
+    method: &'static str,
+    deadline: Option<Instant>,
+    timeout: Option<Duration>,
+    cancel: &CancellationToken,
+    f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, AdapterError>>,
+) -> Result<R, CallError> {
     let Instance {
         store, bindings, ..
     } = inst;
@@ -68,6 +89,7 @@ pub(crate) async fn run<R>(
         adapter,
         method,
         deadline,
+        timeout,
         cancel,
         async |s: &mut Store<HostState>| f(guest, s).await,
     )
@@ -90,14 +112,13 @@ async fn guarded<T>(
     adapter: &str,
     method: &'static str,
     deadline: Option<Instant>,
+    timeout: Option<Duration>,
     cancel: &CancellationToken,
     f: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<T>,
 ) -> Result<T, (CallError, bool)> {
-    let started = Instant::now();
-    let timeout = deadline.map(|d| d.saturating_duration_since(started));
     store.data_mut().call = ActiveCall::new(deadline, cancel.clone());
     // A crash is explained by what this call wrote, not an earlier one's.
-    store.data().stderr.take_tail();
+    store.data().stderr.clear_tail();
     store.set_epoch_deadline(1);
 
     let outcome = {

@@ -51,6 +51,17 @@ impl StderrTail {
         }
     }
 
+    /// Forgets the tail, at the start of a call: a crash is explained by
+    /// what that call wrote. (No text is made of it: this runs on every
+    /// call.)
+    pub(crate) fn clear_tail(&self) {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .tail
+            .clear();
+    }
+
     /// The last bytes written, as text, and forget them.
     pub(crate) fn take_tail(&self) -> String {
         let mut b = self.inner.lock().unwrap_or_else(|p| p.into_inner());
