@@ -7,6 +7,7 @@
 //! adapter's own errors, and is no reason to stop calling the adapter.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::CallError;
@@ -19,6 +20,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(300);
 pub(crate) struct Breaker {
     trip_after: u32,
     initial: Duration,
+    /// No fault since the last success, so no quarantine: the common case,
+    /// answered without the mutex on every call's admission and record.
+    clean: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -46,6 +50,7 @@ impl Breaker {
         Breaker {
             trip_after: trip_after.max(1),
             initial: initial.max(Duration::from_millis(1)),
+            clean: AtomicBool::new(true),
             state: Mutex::new(State::default()),
         }
     }
@@ -67,6 +72,9 @@ impl Breaker {
 
     /// Refuses a call while quarantined.
     pub(crate) fn admit(&self, adapter: &str) -> Result<(), CallError> {
+        if self.clean.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match self.quarantine() {
             Some(q) => Err(CallError::Quarantined {
                 adapter: adapter.into(),
@@ -87,14 +95,19 @@ impl Breaker {
             ) => e.to_string(),
             Err(_) => return,
             Ok(_) => {
+                if self.clean.load(Ordering::Acquire) {
+                    return;
+                }
                 let mut s = self.lock();
                 if s.consecutive > 0 {
                     *s = State::default();
                 }
+                self.clean.store(true, Ordering::Release);
                 return;
             }
         };
         let mut s = self.lock();
+        self.clean.store(false, Ordering::Release);
         s.consecutive += 1;
         s.reason = fault;
         if s.consecutive >= self.trip_after {

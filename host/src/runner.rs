@@ -131,7 +131,7 @@ async fn guarded<T>(
         }
     };
     let stopped = store.data().call.stopped;
-    store.data_mut().call = ActiveCall::idle();
+    store.data_mut().call.finish();
 
     let err = match outcome {
         Some(Ok(v)) => return Ok(v),

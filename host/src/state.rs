@@ -48,6 +48,15 @@ impl ActiveCall {
         Self::new(None, CancellationToken::new())
     }
 
+    /// Back to idle after a call. The call's token stays until the next
+    /// call replaces it (no guest code runs in between, so nothing asks
+    /// it): making a fresh token here cost an allocation on every call.
+    pub(crate) fn finish(&mut self) {
+        self.deadline = None;
+        self.stopped = None;
+        self.cancel_seen = None;
+    }
+
     /// Whether the call is over for the guest (cancelled or past its
     /// deadline): what `call.is-cancelled` answers.
     pub(crate) fn is_over(&self) -> bool {
