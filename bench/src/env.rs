@@ -136,6 +136,21 @@ pub async fn load(host: &Host, component: &Path, options: LoadOptions) -> Result
         .with_context(|| format!("loading {}", component.display()))
 }
 
+/// The Kubernetes probe with the probe's grants, reaching the cluster
+/// through `client`.
+pub async fn load_probe(host: &Host, client: Client) -> Result<Adapter> {
+    load(
+        host,
+        &kube_probe()?,
+        LoadOptions {
+            grants: probe_grants()?,
+            kubernetes: Some(client),
+            ..LoadOptions::default()
+        },
+    )
+    .await
+}
+
 /// The Kubernetes adapter with [`KUBERNETES_CONFIG`] and its shipped
 /// grants, reaching the cluster through `client` if given.
 pub async fn load_kubernetes(host: &Host, client: Option<Client>) -> Result<Adapter> {

@@ -16,8 +16,8 @@ use std::time::Instant;
 use anyhow::{Result, ensure};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
+use pando_host::Adapter;
 use pando_host::types::{BundlePlan, EgressPolicy, NetworkRules};
-use pando_host::{Adapter, LoadOptions};
 
 use super::{call_ctx, us, what};
 use crate::env::{self, Identity};
@@ -31,16 +31,7 @@ pub async fn run(quick: bool) -> Result<Bench> {
     let (warmup, samples) = if quick { (10, 60) } else { (50, 1_000) };
     let client = env::client(Identity::Pando).await?;
     let host = env::host()?;
-    let adapter = env::load(
-        &host,
-        &env::kube_probe()?,
-        LoadOptions {
-            grants: env::probe_grants()?,
-            kubernetes: Some(client.clone()),
-            ..LoadOptions::default()
-        },
-    )
-    .await?;
+    let adapter = env::load_probe(&host, client.clone()).await?;
     let namespaces: Api<Namespace> = Api::all(client);
     let plan = flood_plan();
 

@@ -28,8 +28,8 @@ use futures::AsyncBufReadExt as _;
 use k8s_openapi::api::core::v1::{Container, Namespace, Pod, PodSpec};
 use kube::Api;
 use kube::api::{DeleteParams, LogParams, ObjectMeta, PostParams};
+use pando_host::Adapter;
 use pando_host::types::{LogOptions, WorkloadRef};
-use pando_host::{Adapter, LoadOptions};
 
 use super::observe_setup as setup;
 use super::{call_ctx, what};
@@ -75,16 +75,7 @@ pub async fn run(quick: bool) -> Result<Bench> {
     };
 
     let host = env::host()?;
-    let adapter = env::load(
-        &host,
-        &env::kube_probe()?,
-        LoadOptions {
-            grants: env::probe_grants()?,
-            kubernetes: Some(client.clone()),
-            ..LoadOptions::default()
-        },
-    )
-    .await?;
+    let adapter = env::load_probe(&host, client.clone()).await?;
     let pods: Api<Pod> = Api::namespaced(client, NAMESPACE);
 
     let (mut host_mibps, mut native_mibps) = (Vec::new(), Vec::new());
