@@ -12,7 +12,7 @@ use pando_host::{Adapter, Grants, Host, LoadOptions};
 /// The configuration the Kubernetes adapter runs with in every benchmark:
 /// the test cluster's ranges and the reference's default request budget
 /// (5 requests a second, burst 10).
-pub const KUBERNETES_CONFIG: &str = r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16", "api_qps": 5, "api_burst": 10}"#;
+pub const KUBERNETES_CONFIG: &str = r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17", "api_qps": 5, "api_burst": 10}"#;
 
 /// Grants for kube-probe: reading namespace `default` (the 3-round-trip
 /// call) and the bench's log pod. The rate is set so high that it never

@@ -53,10 +53,11 @@ pub enum ClusterError {
         /// The missing file.
         path: PathBuf,
     },
-    /// The state files exist but the API server does not answer.
+    /// The state files exist but the API server does not answer: it is down, or this process
+    /// runs outside the cluster's network namespace, where its loopback address is nothing.
     #[error(
-        "the test cluster does not answer at {server} ({source}); restart it with \
-         `scripts/cluster down && scripts/cluster up`"
+        "the test cluster does not answer at {server} ({source}); {}",
+        unreachable_hint()
     )]
     Unreachable {
         /// The API server URL from the kubeconfig.
@@ -96,6 +97,18 @@ pub enum ClusterError {
         /// The limit.
         seconds: u64,
     },
+}
+
+/// What to do when the API server does not answer, depending on where this process runs.
+fn unreachable_hint() -> String {
+    if std::env::var_os(crate::net::NETNS_VAR).is_none() {
+        format!(
+            "this process is outside the cluster's network namespace: {}",
+            crate::net::EXEC_HINT
+        )
+    } else {
+        "restart it with `scripts/cluster down && scripts/cluster up`".to_string()
+    }
 }
 
 impl std::fmt::Debug for ClusterError {

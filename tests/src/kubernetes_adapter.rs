@@ -25,7 +25,7 @@ use crate::cluster::{self, EXIT_CODE_ANNOTATION, Identity};
 use crate::components;
 
 /// The configuration the tests load the adapter with.
-pub const CONFIG: &str = r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16"}"#;
+pub const CONFIG: &str = r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17"}"#;
 
 /// Generous limit for anything the control plane does asynchronously.
 pub const WAIT: Duration = Duration::from_secs(90);

@@ -4,6 +4,9 @@
 /// The project's test Kubernetes control plane (`scripts/cluster`).
 pub mod cluster;
 
+/// The test network: the address plan and the cluster's network namespace.
+pub mod net;
+
 /// The wasm components the tests load.
 pub mod components;
 

@@ -58,8 +58,8 @@ async fn r023_r025_apply_makes_a_default_deny_policy_admitting_pando_and_the_app
         "53",
         "0.0.0.0/0",
         "::/0",
-        "10.244.0.0/16",
-        "10.96.0.0/16",
+        "198.19.128.0/17",
+        "198.19.0.0/17",
     ] {
         assert!(egress.contains(needle), "egress has {needle}: {egress}");
     }

@@ -30,7 +30,7 @@ use pando_tests::kubernetes_adapter::{
 use pando_tests::plans::{bundle, plan, workload};
 
 /// The adapter's configuration with an egress gateway image.
-const GATEWAY_CONFIG: &str = r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16",
+const GATEWAY_CONFIG: &str = r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17",
     "egress_gateway_image": "registry.example.com/pando:1"}"#;
 
 /// Socket tables in the kernel's format: 0.0.0.0:8080 and [::]:443
@@ -319,7 +319,7 @@ async fn r187_apply_runs_an_egress_gateway_for_host_names_and_removes_it_when_un
     )
     .expect("json");
     assert!(
-        out.contains("443") && out.contains("10.244.0.0/16"),
+        out.contains("443") && out.contains("198.19.128.0/17"),
         "{out}"
     );
     let deny = serde_json::to_string(

@@ -27,12 +27,12 @@ use pando_tests::plans::{plan, wref};
 use tokio::sync::mpsc;
 
 /// Pods on the `apps` pool: `kwok-node-0` and `kwok-node-1`.
-const POOL_CONFIG: &str = r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16",
+const POOL_CONFIG: &str = r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17",
     "node_selector": "pando.dev/pool=apps"}"#;
 
 /// Pods, and capacity, on `kwok-node-2` alone.
 const NODE: &str = "kwok-node-2";
-const NODE_CONFIG: &str = r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16",
+const NODE_CONFIG: &str = r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17",
     "node_selector": "kubernetes.io/hostname=kwok-node-2"}"#;
 
 fn all_of_the_log() -> LogOptions {

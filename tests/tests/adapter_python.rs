@@ -175,29 +175,29 @@ async fn it_declares_what_it_offers_and_refuses_the_rest_as_unsupported() {
 #[tokio::test]
 async fn configure_refuses_what_it_cannot_use_naming_the_field() {
     for (config, field) in [
-        (r#"{"service_cidr": "10.96.0.0/16"}"#, "pod_cidr"),
+        (r#"{"service_cidr": "198.19.0.0/17"}"#, "pod_cidr"),
         (
-            r#"{"pod_cidr": "10.244.0.0/33", "service_cidr": "10.96.0.0/16"}"#,
+            r#"{"pod_cidr": "198.19.128.0/33", "service_cidr": "198.19.0.0/17"}"#,
             "pod_cidr",
         ),
         (
-            r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": 12}"#,
+            r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": 12}"#,
             "service_cidr",
         ),
         (
-            r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16", "cluster_domain": "Cluster..local"}"#,
+            r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17", "cluster_domain": "Cluster..local"}"#,
             "cluster_domain",
         ),
         (
-            r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16", "node_selector": "pool"}"#,
+            r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17", "node_selector": "pool"}"#,
             "node_selector",
         ),
         (
-            r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16", "helper_image": "busybox"}"#,
+            r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17", "helper_image": "busybox"}"#,
             "helper_image",
         ),
         (
-            r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16", "bogus": 1}"#,
+            r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17", "bogus": 1}"#,
             "bogus",
         ),
     ] {
@@ -246,7 +246,12 @@ async fn apply_converges_and_a_satisfied_plan_writes_nothing() {
     let ingress = serde_json::to_string(&spec.ingress).expect("json");
     assert!(ingress.contains("pando-system"), "{ingress}");
     let egress = serde_json::to_string(&spec.egress).expect("json");
-    for needle in ["kube-system", "0.0.0.0/0", "10.244.0.0/16", "10.96.0.0/16"] {
+    for needle in [
+        "kube-system",
+        "0.0.0.0/0",
+        "198.19.128.0/17",
+        "198.19.0.0/17",
+    ] {
         assert!(egress.contains(needle), "egress has {needle}: {egress}");
     }
 
@@ -481,7 +486,7 @@ async fn r023_upstream_is_computed_as_the_rust_adapter_computes_it() {
 #[tokio::test]
 async fn logs_are_the_newest_pods_log_a_finished_one_included() {
     let (a, _h) = py::load_with(
-        r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16",
+        r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17",
             "node_selector": "pando.dev/pool=apps"}"#,
     )
     .await;

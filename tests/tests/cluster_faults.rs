@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 
 /// Pods on the `apps` pool (`kwok-node-0`, `-1`), away from the node the
 /// capacity tests measure.
-const POOL_CONFIG: &str = r#"{"pod_cidr": "10.244.0.0/16", "service_cidr": "10.96.0.0/16",
+const POOL_CONFIG: &str = r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17",
     "node_selector": "pando.dev/pool=apps"}"#;
 
 /// The Kubernetes adapter on the fault API server, as `who`.
