@@ -4,7 +4,7 @@
 //! without a word. So the adapter tries.
 //!
 //! In namespace [`NAMESPACE`], three pods of `helper_image` (a shell,
-//! `wget` and `httpd`, such as busybox): a server, whose policy admits only
+//! `timeout`, `wget` and `httpd`, such as busybox): a server, whose policy admits only
 //! pods labelled `allowed`, and two clients, one labelled `allowed` and one
 //! `denied`. Each client fetches from the server by its pod address:
 //!
@@ -204,6 +204,11 @@ fn pod(config: &Config, role: &str) -> Result<Pod, Error> {
             "securityContext": { "allowPrivilegeEscalation": false },
         }],
     });
+    // The canary checks the network the app pods get (O-43): it runs where they run, under
+    // their RuntimeClass (which may carry the scheduling to their nodes) as the gateway does.
+    if let Some(class) = &config.runtime_class {
+        spec["runtimeClassName"] = json!(class);
+    }
     if !config.node_selector.is_empty() {
         spec["nodeSelector"] = json!(config.node_selector.labels());
     }
@@ -218,7 +223,7 @@ fn pod(config: &Config, role: &str) -> Result<Pod, Error> {
     })))
 }
 
-/// Whether client `role` reached the server: `wget`'s exit status.
+/// Whether client `role` reached the server: the exit status of `timeout N wget`.
 fn fetch(role: &str, ip: &str) -> Result<bool, Error> {
     let url = if ip.contains(':') {
         format!("http://[{ip}]:{PORT}/")
@@ -227,11 +232,13 @@ fn fetch(role: &str, ip: &str) -> Result<bool, Error> {
     };
     let params = ExecParams {
         container: Some("canary".into()),
+        // `timeout` bounds the fetch, not `wget -T`: busybox 1.35's wget crashes after a
+        // successful fetch when given -T, which read as "not reached" on a working network.
         command: vec![
+            "timeout".into(),
+            FETCH_TIMEOUT_S.to_string(),
             "wget".into(),
             "-q".into(),
-            "-T".into(),
-            FETCH_TIMEOUT_S.to_string(),
             "-O".into(),
             "/dev/null".into(),
             url,

@@ -7,6 +7,8 @@
 //	kube-apiserver            k8s.io/kubernetes/cmd/kube-apiserver
 //	kube-controller-manager   k8s.io/kubernetes/cmd/kube-controller-manager
 //	kube-scheduler            k8s.io/kubernetes/cmd/kube-scheduler
+//	kubelet                   k8s.io/kubernetes/cmd/kubelet (the real node)
+//	kube-proxy                k8s.io/kubernetes/cmd/kube-proxy (the real node, nftables mode)
 //
 // Run each component as its own process: they share global logging, metrics and feature-gate state.
 package main
@@ -26,12 +28,16 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/component-base/cli"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/component-base/logs/json/register"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 const usage = `usage: testcluster COMMAND [ARGS...]
-commands: etcd, etcd-compact ENDPOINT, kube-apiserver, kube-controller-manager, kube-scheduler`
+commands: etcd, etcd-compact ENDPOINT, kube-apiserver, kube-controller-manager, kube-scheduler,
+kubelet, kube-proxy`
 
 func main() {
 	name := filepath.Base(os.Args[0])
@@ -57,6 +63,10 @@ func main() {
 		os.Exit(cli.Run(controllermanager.NewControllerManagerCommand()))
 	case "kube-scheduler":
 		os.Exit(cli.Run(scheduler.NewSchedulerCommand()))
+	case "kubelet":
+		os.Exit(cli.Run(kubelet.NewKubeletCommand(context.Background())))
+	case "kube-proxy":
+		os.Exit(cli.Run(proxy.NewProxyCommand()))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown command %q\n%s\n", name, usage)
 		os.Exit(2)
@@ -65,7 +75,8 @@ func main() {
 
 func isCommand(name string) bool {
 	switch name {
-	case "etcd", "etcd-compact", "kube-apiserver", "kube-controller-manager", "kube-scheduler":
+	case "etcd", "etcd-compact", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+		"kubelet", "kube-proxy":
 		return true
 	}
 	return false

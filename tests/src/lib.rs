@@ -7,6 +7,9 @@ pub mod cluster;
 /// The test network: the address plan and the cluster's network namespace.
 pub mod net;
 
+/// The real node beside KWOK: containers, a pod network, NetworkPolicy enforced.
+pub mod real_node;
+
 /// The wasm components the tests load.
 pub mod components;
 

@@ -514,7 +514,7 @@ fn tests_run_in_the_clusters_namespace_with_no_route_off_this_machine() {
 }
 
 /// Every address the cluster hands out is in 198.18.0.0/15: the `kubernetes` Service's, a KWOK
-/// pod's, and a new Service's. The nodes are reached on loopback.
+/// pod's, and a new Service's. KWOK's nodes are reached on loopback, the real node on its bridge.
 #[tokio::test]
 async fn every_cluster_address_is_in_the_network_test_range() {
     let (admin, pando) = clients().await;
@@ -542,10 +542,24 @@ async fn every_cluster_address_is_in_the_network_test_range() {
         .await
         .expect("nodes");
     for node in nodes {
+        let fake = node
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("kwok.x-k8s.io/node"))
+            .is_some();
         for a in node.status.and_then(|s| s.addresses).unwrap_or_default() {
             if a.type_ == "InternalIP" {
-                let ip: std::net::IpAddr = a.address.parse().expect("a node address");
-                assert!(ip.is_loopback(), "KWOK nodes are reached on loopback: {ip}");
+                let ip: std::net::Ipv4Addr = a.address.parse().expect("a node address");
+                if fake {
+                    assert!(ip.is_loopback(), "KWOK nodes are reached on loopback: {ip}");
+                } else {
+                    assert!(
+                        range.contains(ip),
+                        "the real node's address {ip} in {}",
+                        net::TEST_RANGE
+                    );
+                }
             }
         }
     }

@@ -1,0 +1,164 @@
+//! The real node of the test cluster (`scripts/lib/node.bash`): containerd, a kubelet, a CNI bridge
+//! on 198.18.0.0/24, kube-proxy, kube-router enforcing NetworkPolicy and CoreDNS. It is tainted, so
+//! that only pods that ask land there; the RuntimeClass [`RUNTIME_CLASS`] carries the node selector
+//! and toleration, so an adapter configured with it runs its pods there.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Toleration};
+use kube::api::{AttachParams, ObjectMeta, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Api, Client};
+use tokio::io::AsyncReadExt;
+
+/// The real node's name.
+pub const NODE: &str = "pando-node-0";
+
+/// The label that selects it.
+pub const NODE_LABEL: (&str, &str) = ("pando.test/node", "real");
+
+/// Its taint's key (effect `NoSchedule`).
+pub const TAINT_KEY: &str = "pando.test/real-node";
+
+/// The RuntimeClass (handler `runc`) whose pods run on the real node.
+pub const RUNTIME_CLASS: &str = "pando-real-node";
+
+/// The image with busybox and its applets (a shell, `wget`, `httpd`), made from Debian's
+/// busybox-static and imported into the node's containerd.
+pub const BUSYBOX: &str = "pando.test/busybox:1";
+
+/// The pod subnet of the node's bridge.
+pub const POD_SUBNET: &str = "198.18.0.0/24";
+
+/// The Kubernetes adapter's configuration for the real node: its pods, canary included, under
+/// [`RUNTIME_CLASS`]; helpers from [`BUSYBOX`].
+pub const ADAPTER_CONFIG: &str = r#"{"pod_cidr": "198.18.0.0/24", "service_cidr": "198.19.0.0/17",
+    "runtime_class": "pando-real-node", "helper_image": "pando.test/busybox:1"}"#;
+
+/// Limit for a pod on the real node to start (the images are local: seconds in practice).
+pub const WAIT: Duration = Duration::from_secs(90);
+
+/// Checks that the real node is there and Ready, with a message naming how to get it.
+pub async fn require(client: &Client) {
+    let node = Api::<Node>::all(client.clone())
+        .get_opt(NODE)
+        .await
+        .expect("reading the real node");
+    let Some(node) = node else {
+        panic!(
+            "the test cluster has no real node {NODE}: it was started with --no-node or \
+             PANDO_CLUSTER_NODE=0; restart it with `scripts/cluster down && scripts/cluster up`"
+        );
+    };
+    let ready = node
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    assert!(
+        ready,
+        "the real node {NODE} is not Ready: see target/test-cluster/logs/kubelet.log"
+    );
+}
+
+/// A bare pod on the real node running `sh -c SCRIPT` in [`BUSYBOX`].
+pub fn shell_pod(name: &str, labels: &[(&str, &str)], script: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".into()),
+            termination_grace_period_seconds: Some(1),
+            node_selector: Some([(NODE_LABEL.0.to_string(), NODE_LABEL.1.to_string())].into()),
+            tolerations: Some(vec![Toleration {
+                key: Some(TAINT_KEY.into()),
+                operator: Some("Exists".into()),
+                effect: Some("NoSchedule".into()),
+                ..Toleration::default()
+            }]),
+            automount_service_account_token: Some(false),
+            containers: vec![Container {
+                name: "main".into(),
+                image: Some(BUSYBOX.into()),
+                image_pull_policy: Some("Never".into()),
+                command: Some(vec!["sh".into(), "-c".into(), script.into()]),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    }
+}
+
+/// Creates `pod` in `ns` and waits until it runs; returns it with its IP.
+pub async fn run(client: &Client, ns: &str, pod: Pod) -> Pod {
+    let api = Api::<Pod>::namespaced(client.clone(), ns);
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    api.create(&PostParams::default(), &pod)
+        .await
+        .expect("creating a pod on the real node");
+    tokio::time::timeout(
+        WAIT,
+        await_condition(api.clone(), &name, conditions::is_pod_running()),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("pod {ns}/{name} did not run on the real node within {WAIT:?}"))
+    .expect("watching the pod");
+    api.get(&name).await.expect("the running pod")
+}
+
+/// The pod's IP.
+pub fn ip(pod: &Pod) -> String {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .unwrap_or_default()
+}
+
+/// Runs `sh -c SCRIPT` in `ns/pod` through the API server and the kubelet; its stdout.
+pub async fn sh(client: &Client, ns: &str, pod: &str, script: &str) -> String {
+    let api = Api::<Pod>::namespaced(client.clone(), ns);
+    let mut attached = api
+        .exec(
+            pod,
+            ["sh", "-c", script],
+            &AttachParams::default().stderr(false),
+        )
+        .await
+        .expect("exec through the kubelet");
+    let mut out = String::new();
+    if let Some(mut stdout) = attached.stdout() {
+        stdout
+            .read_to_string(&mut out)
+            .await
+            .expect("reading the exec's stdout");
+    }
+    let _ = attached.join().await;
+    out
+}
+
+/// Whether `from` (a pod in `ns`) gets an HTTP answer from `url` within 3 s: packets, not objects.
+pub async fn reaches(client: &Client, ns: &str, from: &str, url: &str) -> bool {
+    // busybox's `wget -T` crashes after a fetch; `timeout` bounds it instead.
+    let out = sh(
+        client,
+        ns,
+        from,
+        &format!("timeout 3 wget -q -O - {url} >/dev/null 2>&1 && echo REACHED || echo REFUSED"),
+    )
+    .await;
+    match out.trim() {
+        "REACHED" => true,
+        "REFUSED" => false,
+        other => panic!("the probe in {ns}/{from} printed {other:?}"),
+    }
+}

@@ -1,0 +1,327 @@
+//! The Kubernetes adapter on the test cluster's real node: containers, a CNI pod network with
+//! NetworkPolicy enforced by kube-router, CoreDNS (docs/testing.md, "The real node"). Each rule
+//! here is shown by packets and bytes, where on KWOK it can only be shown by objects: exec'd
+//! commands there run on this machine, and every pod serves one log file.
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+use pando_host::types::{ExecRequest, LogOptions};
+use pando_tests::cluster;
+use pando_tests::kubernetes_adapter::{self as ka, admin, cleanup, ctx, id, wait_phase};
+use pando_tests::net::Ipv4Net;
+use pando_tests::plans::{plan, wref};
+use pando_tests::real_node::{self as node, BUSYBOX};
+
+/// A plan whose workloads run `sh -c SCRIPT` in the node's busybox image.
+fn shell_plan(app: &str, workloads: &[(&str, &str)]) -> pando_host::types::BundlePlan {
+    let names: Vec<&str> = workloads.iter().map(|(n, _)| *n).collect();
+    let mut p = plan(app, &names);
+    for (w, (_, script)) in p.workloads.iter_mut().zip(workloads) {
+        w.image = BUSYBOX.into();
+        w.command = vec!["sh".into(), "-c".into(), (*script).into()];
+    }
+    p
+}
+
+/// Serves `ok` on port 8080 until killed.
+const SERVE: &str =
+    "mkdir -p /tmp/www && echo ok > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www";
+const SLEEP: &str = "exec sleep 2147483647";
+
+async fn app_pod(client: &Client, ns: &str, name: &str) -> Pod {
+    let pod = wait_phase(ns, name, "Running").await;
+    let node = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
+    assert_eq!(node, node::NODE, "{ns}/{name} runs on the real node");
+    let _ = client;
+    pod
+}
+
+#[tokio::test]
+async fn the_real_node_runs_containers_on_its_own_pod_network() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let ns = cluster::create_test_namespace(&admin, "node-net")
+        .await
+        .expect("a namespace");
+    let pod = node::run(&admin, &ns.name, node::shell_pod("probe", &[], SLEEP)).await;
+    let ip: std::net::Ipv4Addr = node::ip(&pod).parse().expect("a pod IP");
+    let subnet = Ipv4Net::parse(node::POD_SUBNET).expect("cidr");
+    assert!(
+        subnet.contains(ip),
+        "the pod's IP {ip} is on the node's bridge ({})",
+        node::POD_SUBNET
+    );
+    // Cluster DNS: CoreDNS, a pod in kube-system behind the kube-dns Service, through kube-proxy.
+    let answer = node::sh(
+        &admin,
+        &ns.name,
+        "probe",
+        "nslookup kubernetes.default.svc.cluster.local 198.19.0.10 2>&1",
+    )
+    .await;
+    assert!(
+        answer.contains("198.19.0.1"),
+        "CoreDNS answers the kubernetes Service's name with its address: {answer}"
+    );
+    // No route off the machine from a pod either: only 198.18.0.0/15 through the bridge.
+    let routes = node::sh(&admin, &ns.name, "probe", "ip route").await;
+    assert!(
+        !routes.contains("default"),
+        "no default route in a pod: {routes}"
+    );
+    ns.delete().await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn r084_exec_runs_in_the_container_not_on_this_machine() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let app = id("node-exec");
+    let ns = format!("pando-{app}");
+    a.apply(
+        &ctx(),
+        &shell_plan(
+            &app,
+            &[(
+                "web",
+                "echo in-the-image > /tmp/marker && exec sleep 2147483647",
+            )],
+        ),
+    )
+    .await
+    .expect("apply");
+    let pod = app_pod(&admin, &ns, "web").await;
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let repo = cluster::repo_root();
+    let mut session = a
+        .exec(
+            &ctx(),
+            &wref(&app, "web"),
+            &ExecRequest {
+                command: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    format!(
+                        "hostname; cat /tmp/marker; test -e '{}' && echo this-machine || echo not-here",
+                        repo.display()
+                    ),
+                ],
+                stdin: false,
+                tty: false,
+                size: None,
+            },
+        )
+        .await
+        .expect("exec");
+    let mut stdout = session
+        .stdout()
+        .await
+        .expect("stdout call")
+        .expect("stdout");
+    let out =
+        String::from_utf8_lossy(&stdout.read_to_end(1 << 20).await.expect("read")).to_string();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        vec![pod_name.as_str(), "in-the-image", "not-here"],
+        "the command ran in the container: its hostname, its files, not this machine's"
+    );
+    cleanup(&a, &app).await;
+}
+
+#[tokio::test]
+async fn r150_after_stop_logs_are_the_exited_pods_own_output() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let app = id("node-logs");
+    let ns = format!("pando-{app}");
+    let line = format!("the last words of {app}");
+    a.apply(
+        &ctx(),
+        &shell_plan(&app, &[("job", &format!("echo '{line}'; exit 3"))]),
+    )
+    .await
+    .expect("apply");
+    let pod = wait_phase(&ns, "job", "Failed").await;
+    let code = pod
+        .status
+        .and_then(|s| s.container_statuses)
+        .and_then(|c| c.into_iter().next())
+        .and_then(|c| c.state)
+        .and_then(|s| s.terminated)
+        .map(|t| t.exit_code);
+    assert_eq!(code, Some(3), "the container itself exited 3");
+    a.stop(&ctx(), &pando_tests::plans::bundle(&app))
+        .await
+        .expect("stop");
+    let mut log = a
+        .logs(
+            &ctx(),
+            &wref(&app, "job"),
+            &LogOptions {
+                follow: false,
+                tail_lines: None,
+                since_seconds: None,
+                timestamps: false,
+                limit_bytes: None,
+            },
+        )
+        .await
+        .expect("logs after stop");
+    let text = String::from_utf8_lossy(&log.read_to_end(1 << 20).await.expect("read")).to_string();
+    assert_eq!(text.trim_end(), line, "that pod's own output, and only it");
+    cleanup(&a, &app).await;
+}
+
+/// Creates namespace `name` unless it exists (Pando's own namespace may be there already).
+async fn ensure_namespace(client: &Client, name: &str) {
+    let api = Api::<Namespace>::all(client.clone());
+    if api.get_opt(name).await.expect("namespace").is_none() {
+        let _ = api
+            .create(
+                &PostParams::default(),
+                &Namespace {
+                    metadata: ObjectMeta {
+                        name: Some(name.into()),
+                        ..ObjectMeta::default()
+                    },
+                    ..Namespace::default()
+                },
+            )
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn r023_r025_only_the_app_itself_and_pandos_server_reach_it_by_packets() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let app = id("node-deny");
+    let ns = format!("pando-{app}");
+    a.apply(
+        &ctx(),
+        &shell_plan(&app, &[("web", SERVE), ("client", SLEEP)]),
+    )
+    .await
+    .expect("apply");
+    let web = app_pod(&admin, &ns, "web").await;
+    app_pod(&admin, &ns, "client").await;
+    let by_ip = format!("http://{}:8080/", node::ip(&web));
+    let upstream = a
+        .upstream(&ctx(), &wref(&app, "web"), 8080)
+        .await
+        .expect("upstream");
+    let by_name = format!("http://{}:{}/", upstream.host, upstream.port);
+
+    // The app's own workloads reach each other.
+    assert!(
+        node::reaches(&admin, &ns, "client", &by_ip).await,
+        "client → web in the app"
+    );
+
+    // Pando's server, in Pando's namespace with Pando's label, reaches the upstream's name.
+    ensure_namespace(&admin, "pando-system").await;
+    let server = cluster::unique_name("pando-server");
+    let other = cluster::unique_name("not-pando");
+    node::run(
+        &admin,
+        "pando-system",
+        node::shell_pod(&server, &[("app.kubernetes.io/name", "pando")], SLEEP),
+    )
+    .await;
+    node::run(&admin, "pando-system", node::shell_pod(&other, &[], SLEEP)).await;
+    assert!(
+        node::reaches(&admin, "pando-system", &server, &by_name).await,
+        "Pando's server reaches {by_name}"
+    );
+    // The same namespace without Pando's label, another namespace: refused, by name and by IP.
+    for url in [&by_name, &by_ip] {
+        assert!(
+            !node::reaches(&admin, "pando-system", &other, url).await,
+            "a pod of Pando's namespace that is not Pando's server is refused at {url}"
+        );
+    }
+    let stranger = cluster::create_test_namespace(&admin, "node-stranger")
+        .await
+        .expect("a namespace");
+    node::run(
+        &admin,
+        &stranger.name,
+        node::shell_pod("stranger", &[], SLEEP),
+    )
+    .await;
+    for url in [&by_name, &by_ip] {
+        assert!(
+            !node::reaches(&admin, &stranger.name, "stranger", url).await,
+            "a pod of another namespace is refused at {url}"
+        );
+    }
+    let pods = Api::<Pod>::namespaced(admin.clone(), "pando-system");
+    for name in [&server, &other] {
+        let _ = pods.delete(name, &Default::default()).await;
+    }
+    stranger.delete().await.expect("cleanup");
+    cleanup(&a, &app).await;
+}
+
+#[tokio::test]
+async fn o43_health_passes_where_networkpolicy_is_enforced() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    a.health_check(&ctx())
+        .await
+        .expect("on the real node the canary sees the policy enforced (O-43)");
+}
+
+/// The conformance cases that skip on KWOK (a workload that exits, the health canary) run on the
+/// real node and pass there: no environment stands in for the runtime.
+#[tokio::test]
+async fn the_cases_that_skip_on_kwok_pass_on_the_real_node() {
+    use pando_host::conformance::{self, Options, Outcome, Target};
+    let admin = admin().await;
+    node::require(&admin).await;
+    let client = cluster::client(cluster::Identity::Pando)
+        .await
+        .expect("a client for the pando identity");
+    let target = Target {
+        host: pando_host::Host::builder()
+            .cache_dir(pando_tests::probe::shared_cache())
+            .build()
+            .expect("host"),
+        component: ka::component(),
+        load: pando_host::LoadOptions {
+            grants: ka::grants(),
+            config: node::ADAPTER_CONFIG.into(),
+            kubernetes: Some(client),
+            ..pando_host::LoadOptions::default()
+        },
+    };
+    let only = ["C-INFO-03", "C-LOGS-01", "C-STOP-01"];
+    let options = Options {
+        only: only.iter().map(|s| s.to_string()).collect(),
+        image: BUSYBOX.into(),
+        ..Options::default()
+    };
+    let report = conformance::run(&target, &options)
+        .await
+        .expect("the adapter loads");
+    eprintln!("{}", report.to_text());
+    assert_eq!(report.cases.len(), only.len(), "the three cases ran");
+    for case in &report.cases {
+        assert!(
+            matches!(case.outcome, Outcome::Pass),
+            "{} passes on the real node, not skipped or failed: {}",
+            case.id,
+            case.line()
+        );
+    }
+}
