@@ -121,6 +121,37 @@ node_network() {
     die "could not enable bridge netfilter and forwarding in $NETNS_NAME"
 }
 
+# "The outside": a test host in a network namespace of its own, linked to the cluster's namespace
+# by a veth pair (198.18.1.1 there, 198.18.1.2 here), serving HTTP on port 80 with its name. It
+# stands in for the internet, which nothing here may reach; CoreDNS names it
+# allowed.outside.test and denied.outside.test. It is outside the pod range, so that a policy
+# that excludes the cluster's ranges still admits it.
+OUTSIDE_NETNS="$NETNS_NAME-out"
+OUTSIDE_IP="198.18.1.2"
+OUTSIDE_GATEWAY="198.18.1.1"
+node_outside_up() {
+  ip netns del "$OUTSIDE_NETNS" 2>/dev/null || true
+  ip netns add "$OUTSIDE_NETNS" || die "could not make the outside host's namespace"
+  ip -n "$OUTSIDE_NETNS" link set lo up
+  ns ip link add pando-out type veth peer name eth0 netns "$OUTSIDE_NETNS" ||
+    die "could not link the outside host to the cluster's namespace"
+  ns ip addr add "$OUTSIDE_GATEWAY/30" dev pando-out
+  ns ip link set pando-out up
+  ip -n "$OUTSIDE_NETNS" addr add "$OUTSIDE_IP/30" dev eth0
+  ip -n "$OUTSIDE_NETNS" link set eth0 up
+  ip -n "$OUTSIDE_NETNS" route add 198.18.0.0/15 via "$OUTSIDE_GATEWAY"
+  mkdir -p "$NODE_DIR/outside-www"
+  echo "outside" >"$NODE_DIR/outside-www/index.html"
+  nohup nsenter --net="/run/netns/$OUTSIDE_NETNS" -- /bin/busybox httpd -f -p 80 \
+    -h "$NODE_DIR/outside-www" </dev/null >"$LOGS/outside.log" 2>&1 9>&- &
+  echo $! >"$PIDS/outside.pid"
+}
+
+node_outside_down() {
+  node_stop_component outside
+  ip netns del "$OUTSIDE_NETNS" 2>/dev/null || true
+}
+
 # Identities of the node's parts (token file lines) and the API server's client certificate for
 # the kubelet's port.
 node_tokens() {
@@ -363,6 +394,7 @@ node_start() {
   STARTED+=(kubelet)
   start kube-proxy "$STATE/bin/kube-proxy" --config="$NODE_DIR/kube-proxy.yaml" --v=1
   STARTED+=(kube-proxy)
+  node_outside_up
   node_apply_objects "$apiserver_port"
   # kube-router finds its node by name at start: after the kubelet has registered it.
   wait_for "node $NODE_NAME registered, as kube-router reads it" 120 node_registered
@@ -403,6 +435,7 @@ node_stop_component() { # NAME
 # Undoes everything the node did, whatever state a crashed run left: safe to run twice, and
 # best effort (it runs in traps): a step that fails does not stop the next.
 node_down() {
+  node_outside_down
   [[ -d "$NODE_DIR" || -f "$NODE_RECORD" ]] || return 0
   local name pids mnt key value path
   for name in "${NODE_COMPONENTS[@]}"; do
@@ -448,9 +481,10 @@ node_down() {
 # What of a node is left on this machine, one line each; nothing when `down` did its work.
 node_residue() {
   local name path
-  for name in kubelet kube-proxy kube-router containerd; do
+  for name in kubelet kube-proxy kube-router containerd outside; do
     alive "$name" && echo "process $name ($(cat "$PIDS/$name.pid"))"
   done
+  ip netns list 2>/dev/null | grep -qw "$OUTSIDE_NETNS" && echo "network namespace $OUTSIDE_NETNS"
   pgrep -af "containerd-shim-runc-v2" 2>/dev/null | grep -F "$NODE_DIR" | sed 's/^/process /' || true
   awk -v d="$NODE_DIR" 'index($5, d) == 1 {print "mount " $5}' /proc/self/mountinfo
   for path in /sys/fs/cgroup/*/"${NODE_CGROUP_ROOT#/}"; do

@@ -162,3 +162,50 @@ pub async fn reaches(client: &Client, ns: &str, from: &str, url: &str) -> bool {
         other => panic!("the probe in {ns}/{from} printed {other:?}"),
     }
 }
+
+/// "The outside" (`scripts/lib/node.bash`): a test host in a network namespace of its own, linked
+/// to the node's network, serving HTTP on port 80; CoreDNS names it `allowed.outside.test` and
+/// `denied.outside.test`. It stands in for the internet.
+pub const OUTSIDE_IP: &str = "198.18.1.2";
+
+/// Whether `from` (a pod in `ns`) opens a TCP connection to `host:port` within 3 s.
+pub async fn connects(client: &Client, ns: &str, from: &str, host: &str, port: u16) -> bool {
+    let out = sh(
+        client,
+        ns,
+        from,
+        &format!(
+            "nc -w 3 {host} {port} </dev/null >/dev/null 2>&1 && echo REACHED || echo REFUSED"
+        ),
+    )
+    .await;
+    match out.trim() {
+        "REACHED" => true,
+        "REFUSED" => false,
+        other => panic!("the probe in {ns}/{from} printed {other:?}"),
+    }
+}
+
+/// Whether the outside host gets an HTTP answer from `url` within 3 s.
+pub fn outside_reaches(url: &str) -> bool {
+    let netns = crate::net::netns_path().expect("the cluster's namespace");
+    let outside = format!("{}-out", netns.display());
+    let status = std::process::Command::new("nsenter")
+        .arg(format!("--net={outside}"))
+        .args([
+            "timeout",
+            "3",
+            "busybox",
+            "wget",
+            "-q",
+            "-O",
+            "/dev/null",
+            url,
+        ])
+        .status()
+        .expect("running wget in the outside host's namespace");
+    status.success()
+}
+
+/// The `kubernetes` Service (the API server, through kube-proxy).
+pub const KUBERNETES_SERVICE: (&str, u16) = ("198.19.0.1", 443);

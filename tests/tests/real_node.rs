@@ -325,3 +325,94 @@ async fn the_cases_that_skip_on_kwok_pass_on_the_real_node() {
         );
     }
 }
+
+/// A namespace of the test's own with a pod serving HTTP on 8080 and no policy: the control that
+/// shows a refusal elsewhere is the policy's, not the network's.
+async fn control(client: &Client, prefix: &str) -> (cluster::TestNamespace, String) {
+    let ns = cluster::create_test_namespace(client, prefix)
+        .await
+        .expect("a namespace");
+    let pod = node::run(client, &ns.name, node::shell_pod("control", &[], SERVE)).await;
+    let ip = node::ip(&pod);
+    (ns, ip)
+}
+
+#[tokio::test]
+async fn r026_nothing_of_an_app_answers_the_outside() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let app = id("node-r026");
+    let ns = format!("pando-{app}");
+    a.apply(&ctx(), &shell_plan(&app, &[("web", SERVE)]))
+        .await
+        .expect("apply");
+    let web = app_pod(&admin, &ns, "web").await;
+    let (control_ns, control_ip) = control(&admin, "node-r026-control").await;
+    assert!(
+        node::outside_reaches(&format!("http://{control_ip}:8080/")),
+        "the outside host reaches a pod without a policy: the route is there"
+    );
+    assert!(
+        !node::outside_reaches(&format!("http://{}:8080/", node::ip(&web))),
+        "nothing of the app answers the outside host (R-026)"
+    );
+    control_ns.delete().await.expect("cleanup");
+    cleanup(&a, &app).await;
+}
+
+#[tokio::test]
+async fn egress_open_reaches_the_outside_and_never_the_cluster() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let app = id("node-open");
+    let ns = format!("pando-{app}");
+    // The plan's egress is `open`.
+    a.apply(&ctx(), &shell_plan(&app, &[("client", SLEEP)]))
+        .await
+        .expect("apply");
+    app_pod(&admin, &ns, "client").await;
+    let (control_ns, control_ip) = control(&admin, "node-open-control").await;
+
+    assert!(
+        node::reaches(&admin, &ns, "client", "http://allowed.outside.test/").await,
+        "an open app reaches the outside host by name (cluster DNS, then out)"
+    );
+    assert!(
+        node::reaches(
+            &admin,
+            &ns,
+            "client",
+            &format!("http://{}/", node::OUTSIDE_IP)
+        )
+        .await,
+        "and by address"
+    );
+    // The cluster is not "the outside": another namespace's pod, the API server's Service.
+    assert!(
+        node::reaches(
+            &admin,
+            &control_ns.name,
+            "control",
+            &format!("http://{control_ip}:8080/")
+        )
+        .await,
+        "the control pod serves"
+    );
+    assert!(
+        !node::reaches(&admin, &ns, "client", &format!("http://{control_ip}:8080/")).await,
+        "an open app never reaches another namespace's pod"
+    );
+    let api = node::KUBERNETES_SERVICE;
+    assert!(
+        node::connects(&admin, &control_ns.name, "control", api.0, api.1).await,
+        "a pod without a policy connects to the API server's Service"
+    );
+    assert!(
+        !node::connects(&admin, &ns, "client", api.0, api.1).await,
+        "an open app never connects to the API server"
+    );
+    control_ns.delete().await.expect("cleanup");
+    cleanup(&a, &app).await;
+}
