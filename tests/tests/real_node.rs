@@ -416,3 +416,83 @@ async fn egress_open_reaches_the_outside_and_never_the_cluster() {
     control_ns.delete().await.expect("cleanup");
     cleanup(&a, &app).await;
 }
+
+/// R-097 on the real node: a trial's sockets are read from its pod's own network namespace (on
+/// KWOK the test writes the tables), nothing reaches it from outside its namespace, and its
+/// namespace goes at the end.
+#[tokio::test]
+async fn r097_a_trial_reports_exactly_its_listening_sockets_and_is_unreachable() {
+    use pando_host::types::{EgressPolicy, NetworkRules, Protocol, TrialRequest};
+    use std::collections::BTreeSet;
+    let admin = admin().await;
+    node::require(&admin).await;
+    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let app = id("node-trial");
+    let mut workload = pando_tests::plans::workload("web");
+    workload.image = BUSYBOX.into();
+    workload.command = vec![
+        "sh".into(),
+        "-c".into(),
+        "mkdir -p /tmp/w && echo trial > /tmp/w/index.html && httpd -p 8080 -h /tmp/w && \
+         exec nc -l -p 9090"
+            .into(),
+    ];
+    let req = TrialRequest {
+        bundle: app.clone(),
+        workload,
+        network: NetworkRules {
+            egress: EgressPolicy::None,
+        },
+        pull_credentials: vec![],
+        duration_ms: 15_000,
+    };
+    let trial = {
+        let a = a.clone();
+        tokio::spawn(async move { a.trial(&ctx(), &req).await })
+    };
+    // Its namespace, once its pod runs.
+    let namespaces = Api::<Namespace>::all(admin.clone());
+    let deadline = tokio::time::Instant::now() + node::WAIT;
+    let (trial_ns, ip) = loop {
+        let list = namespaces
+            .list(&kube::api::ListParams::default().labels(&format!("pando.dev/trial={app}")))
+            .await
+            .expect("namespaces");
+        if let Some(name) = list.items.first().and_then(|n| n.metadata.name.clone())
+            && let Some(pod) = Api::<Pod>::namespaced(admin.clone(), &name)
+                .get_opt("web")
+                .await
+                .expect("pod")
+            && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        {
+            break (name, node::ip(&pod));
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no trial pod ran");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let (control_ns, _) = control(&admin, "node-trial-control").await;
+    let url = format!("http://{ip}:8080/");
+    assert!(
+        !node::reaches(&admin, &control_ns.name, "control", &url).await,
+        "a pod of another namespace does not reach the trial (R-097)"
+    );
+    assert!(!node::outside_reaches(&url), "nor does the outside host");
+
+    let result = trial.await.expect("join").expect("trial");
+    let listening: BTreeSet<(u16, bool)> = result
+        .listening
+        .iter()
+        .map(|l| (l.port, l.protocol == Protocol::Udp))
+        .collect();
+    assert_eq!(
+        listening,
+        [(8080, false), (9090, false)].into_iter().collect(),
+        "exactly the sockets the workload listens on, read from its own namespace"
+    );
+    let left = namespaces.get_opt(&trial_ns).await.expect("namespace");
+    assert!(
+        left.is_none_or(|n| n.metadata.deletion_timestamp.is_some()),
+        "the trial's namespace goes at the end"
+    );
+    control_ns.delete().await.expect("cleanup");
+}
