@@ -113,10 +113,13 @@ impl Kind {
     }
 
     /// Whether an update or patch is checked against the object before it
-    /// as well as after (the Pod Security labels, a claim's binding, a
-    /// volume's fields).
+    /// as well as after: a pod's `nodeName` (the scheduler sets it), the
+    /// Pod Security labels, a claim's binding, a volume's fields.
     pub fn compares(self) -> bool {
-        matches!(self, Kind::Namespace | Kind::Claim | Kind::Volume)
+        matches!(
+            self,
+            Kind::Pod | Kind::Namespace | Kind::Claim | Kind::Volume
+        )
     }
 }
 
@@ -207,6 +210,20 @@ impl ObjectPolicy {
         new: &Value,
     ) -> Result<(), Violation> {
         let result = match kind {
+            Kind::Pod => {
+                // The scheduler's choice of node stays; the adapter's may
+                // not be made or changed.
+                let node = |v: &Value| fields::dig(v, &["spec", "nodeName"]).cloned();
+                let node_name = node(new);
+                if node_name.is_some() && node_name == node(old) {
+                    let mut unplaced = new.clone();
+                    if let Some(spec) = unplaced.get_mut("spec").and_then(Value::as_object_mut) {
+                        spec.remove("nodeName");
+                    }
+                    return self.check(kind, ns, &unplaced);
+                }
+                return self.check(kind, ns, new);
+            }
             Kind::Namespace => namespaces::check_change(&self.rules.namespaces, old, new),
             Kind::Claim => claims::check_claim_change(old, new),
             Kind::Volume => claims::check_volume_change(old, new),
@@ -336,6 +353,35 @@ mod tests {
         assert_eq!(
             v.field,
             "spec.jobTemplate.spec.template.spec.containers[0].securityContext.privileged"
+        );
+    }
+
+    #[test]
+    fn a_pod_keeps_the_node_the_scheduler_chose_and_no_other() {
+        let p = ObjectPolicy::default();
+        let pod = |node: Option<&str>| {
+            let mut v = json!({"spec": {"automountServiceAccountToken": false, "containers": [{"name": "c"}]}});
+            if let Some(n) = node {
+                v["spec"]["nodeName"] = json!(n);
+            }
+            v
+        };
+        p.check_change(Kind::Pod, Some("x"), &pod(Some("n1")), &pod(Some("n1")))
+            .expect("scheduled");
+        for (old, new) in [
+            (pod(None), pod(Some("n1"))),
+            (pod(Some("n1")), pod(Some("n2"))),
+        ] {
+            let v = p
+                .check_change(Kind::Pod, Some("x"), &old, &new)
+                .unwrap_err();
+            assert_eq!(v.rule, "pods.node-name");
+        }
+        assert_eq!(
+            p.check(Kind::Pod, Some("x"), &pod(Some("n1")))
+                .unwrap_err()
+                .rule,
+            "pods.node-name"
         );
     }
 
