@@ -140,6 +140,7 @@ impl<'a> Arbitrary<'a> for Structured {
                 rules,
                 rate,
                 max_body_bytes: u.arbitrary()?,
+                objects: Default::default(),
             }),
         };
         let m = u.int_in_range(1..=8)?;

@@ -385,6 +385,8 @@ struct UsageInner {
     allowed: Vec<u64>,
     denied: HashMap<DenialKey, u64>,
     dropped: u64,
+    /// Writes the object rules refused, by rule id (a fixed set).
+    object_denied: HashMap<&'static str, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -440,6 +442,13 @@ impl GrantUsage {
         }
     }
 
+    /// Records a write the object rules refused: a denial of the request,
+    /// and one of object rule `rule` (`pods.baseline`).
+    pub fn record_object_denied(&self, verb: Verb, target: &ApiTarget, rule: &'static str) {
+        self.record_denied(verb, target);
+        *self.lock().object_denied.entry(rule).or_insert(0) += 1;
+    }
+
     /// The usage report: each rule of `grants` with its uses, and the
     /// denials, most frequent first.
     pub fn report(&self, grants: &KubernetesGrants) -> GrantReport {
@@ -473,10 +482,20 @@ impl GrantUsage {
                 (&a.resource, &a.namespace, a.verb).cmp(&(&b.resource, &b.namespace, b.verb))
             })
         });
+        let mut object_denials: Vec<ObjectDenialCount> = inner
+            .object_denied
+            .iter()
+            .map(|(rule, &count)| ObjectDenialCount {
+                rule: (*rule).to_string(),
+                count,
+            })
+            .collect();
+        object_denials.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.rule.cmp(&b.rule)));
         GrantReport {
             rules,
             denials,
             denials_dropped: inner.dropped,
+            object_denials,
         }
     }
 }
@@ -491,6 +510,17 @@ pub struct GrantReport {
     /// Denials not listed because [`MAX_DENIAL_ENTRIES`] distinct ones were
     /// already kept.
     pub denials_dropped: u64,
+    /// Writes the object rules refused, by rule, most frequent first.
+    pub object_denials: Vec<ObjectDenialCount>,
+}
+
+/// Writes one object rule refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectDenialCount {
+    /// The rule's id (`pods.baseline`, `services.types`).
+    pub rule: String,
+    /// How many.
+    pub count: u64,
 }
 
 /// One rule's use.
@@ -777,6 +807,32 @@ kubernetes:
         );
         let json = serde_json::to_value(&report).expect("serializes");
         assert_eq!(json["denials"][0]["verb"], "get");
+        assert!(report.object_denials.is_empty());
+
+        let (verb, t) = req(Method::Post, "/api/v1/namespaces/pando-x/pods", &[]);
+        usage.record_object_denied(verb, &t, "pods.baseline");
+        usage.record_object_denied(verb, &t, "pods.baseline");
+        usage.record_object_denied(verb, &t, "pods.node-name");
+        let report = usage.report(k);
+        assert_eq!(
+            report.object_denials,
+            vec![
+                ObjectDenialCount {
+                    rule: "pods.baseline".into(),
+                    count: 2
+                },
+                ObjectDenialCount {
+                    rule: "pods.node-name".into(),
+                    count: 1
+                },
+            ]
+        );
+        assert!(
+            report
+                .denials
+                .iter()
+                .any(|d| d.verb == Verb::Create && d.count == 3)
+        );
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! schema is documented in `docs/grants.md`.
 
 pub mod check;
+pub mod forbidden;
+pub mod objects;
 pub mod path;
 
 use std::path::Path;
@@ -38,6 +40,12 @@ pub struct KubernetesGrants {
     /// The largest request body the adapter may send, in bytes.
     #[serde(default = "default_max_body")]
     pub max_body_bytes: u64,
+    /// What the objects the adapter writes may contain (`objects::schema`);
+    /// absent is the safe default: pods meet baseline, Services are
+    /// ClusterIP, namespaces carry no labels of the adapter's, no role
+    /// binding.
+    #[serde(default)]
+    pub objects: objects::ObjectRules,
 }
 
 fn default_max_body() -> u64 {
@@ -158,6 +166,9 @@ impl Grants {
                 bad(format!("at `kubernetes.rules[{i}].{field}`: {why}"))
             })?;
         }
+        k.objects
+            .validate()
+            .map_err(|(field, why)| bad(format!("at `kubernetes.objects.{field}`: {why}")))?;
         Ok(())
     }
 }
@@ -184,6 +195,12 @@ fn validate_rule(rule: &Rule) -> Result<(), (String, String)> {
     }
     for (j, resource) in rule.resources.iter().enumerate() {
         validate_resource(resource).map_err(|why| (format!("resources[{j}]"), why))?;
+        if let Some(why) = forbidden::never_grantable(resource) {
+            return Err((
+                format!("resources[{j}]"),
+                format!("`{resource}` is never granted: {why}"),
+            ));
+        }
     }
     for (j, pattern) in rule.namespaces.iter().enumerate() {
         validate_pattern(pattern, 63, false).map_err(|why| (format!("namespaces[{j}]"), why))?;
@@ -401,6 +418,61 @@ mod tests {
     }
 
     #[test]
+    fn never_grantable_resources_are_refused_at_load() {
+        for resource in [
+            "nodes/proxy",
+            "serviceaccounts/token",
+            "pods/ephemeralcontainers",
+            "pods/attach",
+            "pods/portforward",
+            "services/proxy",
+            "users",
+            "authentication.k8s.io/userextras",
+            "certificates.k8s.io/certificatesigningrequests/approval",
+            "authentication.k8s.io/tokenreviews",
+            "authorization.k8s.io/subjectaccessreviews",
+            "authorization.k8s.io/selfsubjectaccessreviews",
+        ] {
+            let cluster = !resource.starts_with("pods") && !resource.starts_with("services");
+            let scope = if cluster {
+                "cluster: true"
+            } else {
+                "namespaces: [x]"
+            };
+            let msg = rule_error(&format!(
+                "{{verbs: [create], resources: [{resource}], {scope}}}"
+            ));
+            assert!(msg.contains("rules[0].resources[0]"), "{resource}: {msg}");
+            assert!(msg.contains("is never granted"), "{resource}: {msg}");
+        }
+    }
+
+    #[test]
+    fn object_rules_are_validated_with_their_field() {
+        let err = Grants::from_text(
+            "t",
+            "kubernetes:\n  objects:\n    services: [{namespaces: [x], types: []}]\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("kubernetes.objects.services[0].types"),
+            "{err}"
+        );
+        let err = Grants::from_text(
+            "t",
+            "kubernetes:\n  objects:\n    pods: [{namespaces: [x], privileged: true}]\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("privileged"), "{err}");
+        // Absent: the safe defaults.
+        let g = Grants::from_text("t", "kubernetes: {}\n").expect("grants");
+        let k = g.kubernetes.expect("kubernetes");
+        assert_eq!(k.objects, objects::ObjectRules::default());
+        assert!(k.objects.role_bindings.is_none());
+    }
+
+    #[test]
     fn valid_rules_load() {
         let doc = "kubernetes:\n  rules:\n  \
                    - {verbs: [get, deletecollection], resources: [pods, pods/log, apps/deployments/scale, networking.k8s.io/networkpolicies], namespaces: ['pando-*', '*']}\n  \
@@ -457,5 +529,42 @@ mod tests {
         assert!(allowed(Get, "/api/v1/persistentvolumes/pv-1"));
         assert!(checker.claim_namespace_granted("pando-shop"));
         assert!(!checker.claim_namespace_granted("kube-system"));
+
+        // The object rules allow what the adapter writes, and no more.
+        use objects::{Kind, ObjectPolicy};
+        use serde_json::json;
+        let policy = ObjectPolicy::new(&k.objects);
+        let binding = json!({
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pando-app"},
+            "subjects": [{"kind": "ServiceAccount", "name": "pando", "namespace": "pando-system"}],
+        });
+        policy
+            .check(Kind::Binding, Some("pando-shop"), &binding)
+            .expect("the adapter's binding");
+        let mut wider = binding.clone();
+        wider["roleRef"]["name"] = json!("cluster-admin");
+        assert!(
+            policy
+                .check(Kind::Binding, Some("pando-shop"), &wider)
+                .is_err()
+        );
+        let node_port = json!({"spec": {"type": "NodePort"}});
+        policy
+            .check(Kind::Service, Some("pando-edge"), &node_port)
+            .expect("the edge's Service");
+        assert!(
+            policy
+                .check(Kind::Service, Some("pando-shop"), &node_port)
+                .is_err()
+        );
+        let ns = json!({"metadata": {"name": "pando-shop", "labels": {
+            "app.kubernetes.io/managed-by": "pando", "pando.dev/app": "shop"}}});
+        policy
+            .check(Kind::Namespace, None, &ns)
+            .expect("an app namespace");
+        assert_eq!(
+            policy.pod_rule("pando-shop").0.profile,
+            objects::Profile::Baseline
+        );
     }
 }

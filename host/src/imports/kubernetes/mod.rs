@@ -5,18 +5,22 @@
 //! canonicalize the path (`grants::path`), check it against the adapter's
 //! grants (`grants::check`), wait for the rate budget, send it on the host's
 //! `kube::Client` (its credentials, TLS and protocols: no HTTP of our own),
-//! and audit the outcome. A denial never reaches the API server.
+//! and audit the outcome. A denial never reaches the API server. A write
+//! is also checked for what it would produce, against the object rules
+//! (`writes`, `grants::objects`).
 
 mod audit;
 mod exec;
 pub mod requests;
 pub(crate) mod send;
 mod watch;
+mod writes;
 
 use std::sync::Arc;
 
 use crate::grants::KubernetesGrants;
 use crate::grants::check::{Checker, Decision, GrantUsage};
+use crate::grants::objects::ObjectPolicy;
 use crate::grants::path::{self, ApiRequest, ApiTarget, Verb};
 use crate::ratelimit::RateLimiter;
 
@@ -48,6 +52,8 @@ pub struct KubeContext {
     pub(crate) requests: Arc<RequestLog>,
     pub(crate) limiter: Arc<RateLimiter>,
     pub(crate) max_body: u64,
+    /// What written objects may contain.
+    pub(crate) objects: Arc<ObjectPolicy>,
     /// The watch-fed cache reads may be answered from, if any.
     pub(crate) cache: Option<Arc<crate::kubecache::WatchCache>>,
 }
@@ -68,6 +74,7 @@ impl KubeContext {
             requests: Arc::new(RequestLog::default()),
             limiter: Arc::new(RateLimiter::new(grants.rate.qps, grants.rate.burst)),
             max_body: grants.max_body_bytes,
+            objects: Arc::new(ObjectPolicy::new(&grants.objects)),
             cache: None,
         }
     }

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use http_body_util::BodyExt;
 
 use super::audit::Audit;
+use super::writes::Policed;
 use super::{KubeContext, MAX_RESPONSE_BYTES};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ContentType, Method, Request, Response,
@@ -33,6 +34,10 @@ const KEPT_HEADERS: &[&str] = &["content-type", "retry-after", "warning", "audit
 /// What is left of a call's time for the guest once a request is given up:
 /// enough to return an error.
 pub(crate) const ANSWER_MARGIN: Duration = Duration::from_millis(500);
+
+/// How many times a write conditioned on its checked version is checked
+/// and sent again when the object moved on in between, at most.
+pub(crate) const MAX_CONFLICT_RETRIES: u32 = 3;
 
 /// How many times a throttled request is sent again, at most.
 pub(crate) const MAX_RETRIES: u32 = 10;
@@ -113,9 +118,14 @@ impl KubeContext {
         req: Request,
         deadline: Option<Instant>,
     ) -> Result<Response, ApiError> {
-        let audit = Audit::start(adapter, "send", &req.path);
+        let path = req.path.clone();
+        let audit = Audit::start(adapter, "send", &path);
         let (pm, _) = method(req.method);
-        let name = body_name(req.body.as_deref());
+        // Only a create is matched by its body's name.
+        let name = match req.method {
+            Method::Post => body_name(req.body.as_deref()),
+            _ => None,
+        };
         let parsed = self
             .admit(&audit, pm, &req.path, &req.query, name.as_deref())
             .await?;
@@ -165,27 +175,52 @@ impl KubeContext {
         }
         let throttled = self.limiter.acquire().await;
         let answer_by = answer_by(deadline, Instant::now());
-        let exchange = self.exchange(&req, answer_by);
-        let outcome = match answer_by {
-            Some(by) => tokio::time::timeout_at(by.into(), exchange)
-                .await
-                .unwrap_or(Err(Failure::Unanswered)),
-            None => exchange.await,
-        };
-        let (status, headers, body) = match outcome {
-            Ok(answer) => answer,
-            Err(Failure::Unanswered) => {
-                let msg = "no answer before the call's deadline";
-                audit.failed(&parsed, msg, throttled);
-                return Err(ApiError::Timeout);
+        // What the write would produce, checked against the object rules;
+        // a write conditioned on the checked version that meets a newer one
+        // is checked and sent again, as a patch would be applied again.
+        let mut req = req;
+        let mut conflicts = 0;
+        let (status, headers, body) = loop {
+            let (rewritten, conditioned) =
+                match self.police(&audit, &parsed, &req, answer_by).await? {
+                    Policed::AsIs => (None, false),
+                    Policed::Body { body, conditioned } => (Some(body), conditioned),
+                    Policed::Answer(response) => {
+                        audit.answered(&parsed, response.status, throttled);
+                        return Ok(response);
+                    }
+                };
+            let original = rewritten.map(|body| req.body.replace(body));
+            let exchange = self.exchange(&req, answer_by);
+            let outcome = match answer_by {
+                Some(by) => tokio::time::timeout_at(by.into(), exchange)
+                    .await
+                    .unwrap_or(Err(Failure::Unanswered)),
+                None => exchange.await,
+            };
+            if let Some(original) = original {
+                req.body = original;
             }
-            Err(Failure::Transport(msg)) => {
-                audit.failed(&parsed, &msg, throttled);
-                return Err(ApiError::Transport(msg));
-            }
-            Err(Failure::Invalid(msg)) => {
-                audit.failed(&parsed, &msg, throttled);
-                return Err(ApiError::InvalidRequest(msg));
+            match outcome {
+                Ok((409, _, _)) if conditioned && conflicts < MAX_CONFLICT_RETRIES => {
+                    conflicts += 1;
+                    tracing::debug!(path = %req.path, conflicts, "the object moved on since its dry run; checking the write again");
+                    self.limiter.acquire().await;
+                }
+                Ok(answer) => break answer,
+                Err(Failure::Unanswered) => {
+                    let msg = "no answer before the call's deadline";
+                    audit.failed(&parsed, msg, throttled);
+                    return Err(ApiError::Timeout);
+                }
+                Err(Failure::Transport(msg)) => {
+                    audit.failed(&parsed, &msg, throttled);
+                    return Err(ApiError::Transport(msg));
+                }
+                Err(Failure::Invalid(msg)) => {
+                    audit.failed(&parsed, &msg, throttled);
+                    return Err(ApiError::InvalidRequest(msg));
+                }
             }
         };
         audit.answered(&parsed, status, throttled);
@@ -198,7 +233,7 @@ impl KubeContext {
 
     /// Sends `req` and reads the answer, sending it again while it is
     /// throttled and the wait ends before `answer_by`.
-    async fn exchange(
+    pub(super) async fn exchange(
         &self,
         req: &Request,
         answer_by: Option<Instant>,
@@ -261,7 +296,7 @@ impl KubeContext {
 }
 
 /// Why an exchange got no answer.
-enum Failure {
+pub(super) enum Failure {
     /// Not before the call's deadline.
     Unanswered,
     /// The connection failed; the message says how.

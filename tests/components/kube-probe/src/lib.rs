@@ -22,6 +22,7 @@
 //! | `secrets:<ns>` | list secrets in `<ns>` | the number of secrets |
 //! | `pv:<name>` | get PersistentVolume `<name>` | its name |
 //! | `raw:<method>:<path>` | raw `send` of `<method>` (`get`, `post`, `put`, `patch`, `delete`) to `<path>` as given, no body; a non-2xx answer is an error | the status |
+//! | `body:<method>:<type>:<path>` + newline + body | raw `send` of `<method>` to `<path>` with the rest of `plan.id` (after the first newline) as the body, sent as `<type>` (`json`, `merge`, `strategic`, `apply` (as field manager `kube-probe`, forced), `json-patch`); a non-2xx answer is an error | the status, `:`, the response body |
 //! | `create-ns:<name>` | create namespace `<name>` | its name |
 //! | `flood:<n>` | `n` GETs of `/api/v1/namespaces/default` (stopping early on timeout or cancellation) | how many succeeded |
 //! | `big-body:<bytes>` | create a ConfigMap (`generateName: big-body-`) in `pando-probe` with one data value of `<bytes>` bytes | its name |
@@ -40,7 +41,7 @@ use pando_adapter_sdk::kube::k8s_openapi::apimachinery::pkg::apis::meta::v1::Obj
 use pando_adapter_sdk::kube::{
     Api, ExecParams, KubeError, ListParams, LogParams, PostParams, WatchEnd, WatchParams,
 };
-use pando_adapter_sdk::kubernetes::{self, Method, Request};
+use pando_adapter_sdk::kubernetes::{self, ContentType, Method, Request};
 use pando_adapter_sdk::types::{
     BundleHandle, BundlePlan, BundleRef, Category, Error, ExecRequest, InputStream, IsolationClass,
     KindInfo, LogOptions, ObservedBundle, RuntimeCapabilities, WorkloadRef,
@@ -168,6 +169,56 @@ fn operation(id: &str) -> Result<String, Error> {
             let response = kubernetes::send(&raw_request(method, path)).map_err(KubeError::from)?;
             if (200..300).contains(&response.status) {
                 Ok(response.status.to_string())
+            } else {
+                Err(
+                    KubeError::from_response(response.status, &response.headers, &response.body)
+                        .into(),
+                )
+            }
+        }
+        // A hostile adapter's request: any method, path, content type and
+        // body, exactly as given.
+        "body" => {
+            let (head, body) = arg
+                .split_once('\n')
+                .ok_or_else(|| error::invalid("plan.id: body:<method>:<type>:<path>\n<body>"))?;
+            let mut parts = head.splitn(3, ':');
+            let (Some(method), Some(kind), Some(path)) = (parts.next(), parts.next(), parts.next())
+            else {
+                return Err(error::invalid("plan.id: body:<method>:<type>:<path>"));
+            };
+            let method = match method {
+                "post" => Method::Post,
+                "put" => Method::Put,
+                "patch" => Method::Patch,
+                other => return Err(error::invalid(format!("plan.id: no method {other:?}"))),
+            };
+            let content_type = match kind {
+                "json" => ContentType::Json,
+                "merge" => ContentType::MergePatch,
+                "strategic" => ContentType::StrategicMergePatch,
+                "apply" => ContentType::ApplyPatch,
+                "json-patch" => ContentType::JsonPatch,
+                other => return Err(error::invalid(format!("plan.id: no type {other:?}"))),
+            };
+            let mut request = raw_request(method, path);
+            request.body = Some(body.as_bytes().to_vec());
+            request.content_type = Some(content_type);
+            if kind == "apply" {
+                request
+                    .query
+                    .push(("fieldManager".into(), "kube-probe".into()));
+                // Take fields from other managers: what the host checks is
+                // the result, not whether the apply conflicts.
+                request.query.push(("force".into(), "true".into()));
+            }
+            let response = kubernetes::send(&request).map_err(KubeError::from)?;
+            if (200..300).contains(&response.status) {
+                Ok(format!(
+                    "{}:{}",
+                    response.status,
+                    String::from_utf8_lossy(&response.body)
+                ))
             } else {
                 Err(
                     KubeError::from_response(response.status, &response.headers, &response.body)

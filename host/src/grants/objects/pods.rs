@@ -1,0 +1,340 @@
+//! Pods and pod templates: the Pod Security Standards profile
+//! ([`super::pss`]), and the host's own rules on placement and identity —
+//! no `nodeName`; priority classes, tolerations, service accounts and
+//! runtime classes only from the grants' lists; no service-account token
+//! unless granted.
+
+use serde_json::Value;
+
+use super::Violation;
+use super::fields::{get, list, shown, string};
+use super::pss::{self, PodView};
+use super::schema::{PodRule, Toleration};
+
+/// The tolerations the API server's `DefaultTolerationSeconds` admission
+/// adds to every pod: allowed whatever the grants say.
+const DEFAULT_TOLERATION_KEYS: [&str; 2] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+
+/// Checks a pod (or pod template) against `rule`, found at `rule_at` in the
+/// grants (`kubernetes.objects.pods[0]`, or `the default pod rule`).
+pub(crate) fn check(rule: &PodRule, rule_at: &str, pod: &PodView<'_>) -> Result<(), Violation> {
+    pss::check(rule.profile, pod)?;
+    let spec = pod.spec;
+    let at = pod.spec_at;
+    let fail = |id: &'static str,
+                statement: &str,
+                field: String,
+                problem: String,
+                grant: Option<String>| Violation {
+        rule: id,
+        statement: statement.into(),
+        field,
+        problem,
+        grant,
+    };
+    let text = |key: &str| {
+        string(spec, key).map_err(|p| {
+            fail(
+                "pods.malformed",
+                "pod fields have their types",
+                format!("{at}.{key}"),
+                p,
+                None,
+            )
+        })
+    };
+
+    if let Some(node) = text("nodeName")?.filter(|n| !n.is_empty()) {
+        return Err(fail(
+            "pods.node-name",
+            "pods are placed by the scheduler",
+            format!("{at}.nodeName"),
+            format!(
+                "is set (`{}`); select nodes with nodeSelector or affinity",
+                shown(node)
+            ),
+            None,
+        ));
+    }
+    if let Some(class) = text("priorityClassName")?.filter(|c| !c.is_empty())
+        && !rule.priority_classes.iter().any(|c| c == class)
+    {
+        return Err(fail(
+            "pods.priority-classes",
+            "pods use only the priority classes the grants list",
+            format!("{at}.priorityClassName"),
+            format!("is `{}`", shown(class)),
+            Some(format!(
+                "{rule_at}.priority_classes: [\"{}\"]",
+                shown(class)
+            )),
+        ));
+    }
+    if let Some(class) = text("runtimeClassName")?.filter(|c| !c.is_empty())
+        && !rule.runtime_classes.iter().any(|c| c == class)
+    {
+        return Err(fail(
+            "pods.runtime-classes",
+            "pods use only the runtime classes the grants list",
+            format!("{at}.runtimeClassName"),
+            format!("is `{}`", shown(class)),
+            Some(format!("{rule_at}.runtime_classes: [\"{}\"]", shown(class))),
+        ));
+    }
+    for key in ["serviceAccountName", "serviceAccount"] {
+        if let Some(sa) = text(key)?.filter(|s| !s.is_empty() && *s != "default")
+            && !rule.service_accounts.iter().any(|s| s == sa)
+        {
+            return Err(fail(
+                "pods.service-accounts",
+                "pods run only as the service accounts the grants list",
+                format!("{at}.{key}"),
+                format!("is `{}`", shown(sa)),
+                Some(format!("{rule_at}.service_accounts: [\"{}\"]", shown(sa))),
+            ));
+        }
+    }
+    let tolerations = list(spec, "tolerations").map_err(|p| {
+        fail(
+            "pods.tolerations",
+            "pods tolerate only the taints the grants list",
+            format!("{at}.tolerations"),
+            p,
+            None,
+        )
+    })?;
+    for (i, t) in tolerations.iter().enumerate() {
+        if !toleration_allowed(rule, t) {
+            return Err(fail(
+                "pods.tolerations",
+                "pods tolerate only the taints the grants list",
+                format!("{at}.tolerations[{i}]"),
+                format!("is {}", super::fields::shown_value(t)),
+                Some(format!("{rule_at}.tolerations")),
+            ));
+        }
+    }
+    if !rule.service_account_token {
+        let token = |field: String, problem: &str| {
+            fail(
+                "pods.service-account-token",
+                "pods mount no service-account token",
+                field,
+                problem.into(),
+                Some(format!("{rule_at}.service_account_token: true")),
+            )
+        };
+        match get(spec, "automountServiceAccountToken") {
+            Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => {
+                return Err(token(
+                    format!("{at}.automountServiceAccountToken"),
+                    "is true",
+                ));
+            }
+            None => {
+                return Err(token(
+                    format!("{at}.automountServiceAccountToken"),
+                    "is not set to false (unset mounts the token)",
+                ));
+            }
+            Some(_) => {
+                return Err(token(
+                    format!("{at}.automountServiceAccountToken"),
+                    "is not a boolean",
+                ));
+            }
+        }
+        let volumes = list(spec, "volumes").map_err(|p| token(format!("{at}.volumes"), &p))?;
+        for (i, v) in volumes.iter().enumerate() {
+            let Some(projected) = get(v, "projected") else {
+                continue;
+            };
+            let sources = list(projected, "sources")
+                .map_err(|p| token(format!("{at}.volumes[{i}].projected.sources"), &p))?;
+            for (j, s) in sources.iter().enumerate() {
+                if get(s, "serviceAccountToken").is_some() {
+                    return Err(token(
+                        format!("{at}.volumes[{i}].projected.sources[{j}].serviceAccountToken"),
+                        "is set",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether toleration `t` is one the grants list (or the API server's own).
+fn toleration_allowed(rule: &PodRule, t: &Value) -> bool {
+    let field = |k: &str| t.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let Some(obj) = t.as_object() else {
+        return false;
+    };
+    // Unknown fields would be dropped by the API server; anything else of
+    // the wrong type is refused.
+    if obj.iter().any(|(k, v)| {
+        !v.is_null()
+            && !matches!(
+                k.as_str(),
+                "key" | "operator" | "value" | "effect" | "tolerationSeconds"
+            )
+    }) {
+        return false;
+    }
+    let (key, operator, value, effect) = (
+        field("key"),
+        field("operator").unwrap_or("Equal"),
+        field("value"),
+        field("effect"),
+    );
+    if key.is_some_and(|k| DEFAULT_TOLERATION_KEYS.contains(&k))
+        && operator == "Exists"
+        && effect == Some("NoExecute")
+    {
+        return true;
+    }
+    rule.tolerations.iter().any(|g: &Toleration| {
+        g.key.as_deref().filter(|s| !s.is_empty()) == key
+            && g.operator.as_deref().unwrap_or("Equal") == operator
+            && g.value.as_deref().filter(|s| !s.is_empty()) == value
+            && g.effect.as_deref().filter(|s| !s.is_empty()) == effect
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod() -> Value {
+        json!({"automountServiceAccountToken": false, "containers": [{"name": "c", "image": "i"}]})
+    }
+
+    fn run(rule: &PodRule, spec: &Value) -> Result<(), Violation> {
+        check(
+            rule,
+            "kubernetes.objects.pods[0]",
+            &PodView {
+                meta: &Value::Null,
+                spec,
+                meta_at: "metadata",
+                spec_at: "spec",
+            },
+        )
+    }
+
+    fn rule_of(spec: Value) -> &'static str {
+        run(&PodRule::default(), &spec)
+            .expect_err("a violation")
+            .rule
+    }
+
+    fn set(key: &str, value: Value) -> Value {
+        let mut p = pod();
+        p[key] = value;
+        p
+    }
+
+    #[test]
+    fn defaults_allow_a_plain_pod_only() {
+        run(&PodRule::default(), &pod()).expect("plain pod");
+        assert_eq!(
+            rule_of(set("nodeName", json!("control-plane"))),
+            "pods.node-name"
+        );
+        assert_eq!(
+            rule_of(set("priorityClassName", json!("system-node-critical"))),
+            "pods.priority-classes"
+        );
+        assert_eq!(
+            rule_of(set("runtimeClassName", json!("runc"))),
+            "pods.runtime-classes"
+        );
+        assert_eq!(
+            rule_of(set("serviceAccountName", json!("admin"))),
+            "pods.service-accounts"
+        );
+        assert_eq!(
+            rule_of(set("serviceAccount", json!("admin"))),
+            "pods.service-accounts"
+        );
+        assert_eq!(
+            rule_of(set("tolerations", json!([{"operator": "Exists"}]))),
+            "pods.tolerations"
+        );
+        assert_eq!(
+            rule_of(set("automountServiceAccountToken", json!(true))),
+            "pods.service-account-token"
+        );
+        assert_eq!(
+            rule_of(set("automountServiceAccountToken", Value::Null)),
+            "pods.service-account-token"
+        );
+        assert_eq!(
+            rule_of(set(
+                "volumes",
+                json!([{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}])
+            )),
+            "pods.service-account-token"
+        );
+        // PSS comes first.
+        assert_eq!(rule_of(set("hostPID", json!(true))), "pods.baseline");
+        // `default` is what an unset name is.
+        run(
+            &PodRule::default(),
+            &set("serviceAccountName", json!("default")),
+        )
+        .expect("default SA");
+        // The API server's own tolerations.
+        run(
+            &PodRule::default(),
+            &set(
+                "tolerations",
+                json!([{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                          "effect": "NoExecute", "tolerationSeconds": 300}]),
+            ),
+        )
+        .expect("default toleration");
+    }
+
+    #[test]
+    fn the_grants_lists_allow_exactly_what_they_name() {
+        let rule = PodRule {
+            priority_classes: vec!["pando-apps".into()],
+            runtime_classes: vec!["gvisor".into()],
+            service_accounts: vec!["runner".into()],
+            tolerations: vec![Toleration {
+                key: Some("pando.dev/pool".into()),
+                operator: Some("Equal".into()),
+                value: Some("apps".into()),
+                effect: Some("NoSchedule".into()),
+            }],
+            service_account_token: true,
+            ..PodRule::default()
+        };
+        let mut p = pod();
+        p["priorityClassName"] = json!("pando-apps");
+        p["runtimeClassName"] = json!("gvisor");
+        p["serviceAccountName"] = json!("runner");
+        p["automountServiceAccountToken"] = json!(true);
+        p["tolerations"] =
+            json!([{"key": "pando.dev/pool", "value": "apps", "effect": "NoSchedule"}]);
+        run(&rule, &p).expect("granted");
+        p["tolerations"] =
+            json!([{"key": "pando.dev/pool", "operator": "Exists", "effect": "NoSchedule"}]);
+        let v = run(&rule, &p).unwrap_err();
+        assert_eq!(v.rule, "pods.tolerations");
+        assert_eq!(v.field, "spec.tolerations[0]");
+        p["tolerations"] = Value::Null;
+        p["runtimeClassName"] = json!("runc");
+        let v = run(&rule, &p).unwrap_err();
+        assert_eq!(
+            v.grant.as_deref(),
+            Some("kubernetes.objects.pods[0].runtime_classes: [\"runc\"]")
+        );
+    }
+}

@@ -1,0 +1,828 @@
+//! The object rules (issue 19), against the real API server: the bodies a
+//! hostile adapter would send, through the kube-probe's raw `send`, are
+//! refused with the rule's name, as creates and as every patch type onto
+//! an allowed object; what is allowed is still written, and a checked
+//! patch still lands.
+//!
+//! The probe reaches the cluster as the *admin* identity here, so that
+//! nothing but the host's object rules stands between it and the cluster:
+//! every refusal below is the host's (the test namespaces carry no Pod
+//! Security labels, so the API server itself would admit a privileged pod).
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{
+    HostPathVolumeSource, Namespace, ObjectReference, PersistentVolume, PersistentVolumeSpec,
+    ServiceAccount,
+};
+use kube::Api;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use pando_host::types::Error as AdapterError;
+use pando_host::{Adapter, CallError, Grants, Host, LoadOptions};
+use pando_tests::cluster::{self, Identity, TestNamespace};
+use pando_tests::{components, probe};
+use serde_json::{Value, json};
+
+const GRANTS: &str = r#"
+kubernetes:
+  rate: {qps: 100, burst: 100}
+  rules:
+  - verbs: [get, list, create, update, patch, delete]
+    resources: [pods, services, persistentvolumeclaims, apps/deployments, rbac.authorization.k8s.io/rolebindings]
+    namespaces: ["pando-*"]
+  - verbs: [create, get, update, patch, delete]
+    resources: [namespaces]
+    cluster: true
+    names: ["pando-*"]
+  - verbs: [get, patch, update]
+    resources: [persistentvolumes]
+    cluster: true
+  objects:
+    pods:
+    - namespaces: ["pando-strict-*"]
+      profile: restricted
+    - namespaces: ["*"]
+      runtime_classes: [gvisor]
+    services:
+    - namespaces: ["pando-objedge-*"]
+      types: [NodePort]
+    namespaces:
+      labels: ["pando.dev/*"]
+    role_bindings:
+      role: pando-app
+      subjects:
+      - {kind: ServiceAccount, name: pando, namespace: pando-system}
+"#;
+
+/// The probe with [`GRANTS`], reaching the cluster as the admin.
+async fn load() -> (Adapter, Host) {
+    let host = Host::builder()
+        .cache_dir(probe::shared_cache())
+        .build()
+        .expect("host builds");
+    let client = cluster::client(Identity::Admin).await.expect("admin");
+    let adapter = host
+        .load_file(
+            &components::kube_probe(),
+            LoadOptions {
+                grants: Grants::from_text("kube_objects grants", GRANTS).expect("grants"),
+                config: "{}".into(),
+                kubernetes: Some(client),
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("the probe loads");
+    (adapter, host)
+}
+
+async fn admin() -> kube::Client {
+    cluster::client(Identity::Admin).await.expect("admin")
+}
+
+async fn namespace(prefix: &str) -> TestNamespace {
+    cluster::create_test_namespace(&admin().await, prefix)
+        .await
+        .expect("a test namespace")
+}
+
+/// Sends `body` as `method` (`post`, `put`, `patch`) of type `ty` (`json`,
+/// `merge`, `strategic`, `apply`, `json-patch`) to `path`.
+async fn send(
+    a: &Adapter,
+    method: &str,
+    ty: &str,
+    path: &str,
+    body: &Value,
+) -> Result<String, CallError> {
+    probe::op(a, &format!("body:{method}:{ty}:{path}\n{body}")).await
+}
+
+/// Asserts the write was refused by object rule `rule`, naming `field`.
+fn refused(result: Result<String, CallError>, rule: &str, field: &str) -> String {
+    match result {
+        Err(CallError::Adapter(AdapterError::Denied(m))) => {
+            assert!(
+                m.contains(&format!("object rule `{rule}`")),
+                "names the rule {rule}: {m}"
+            );
+            assert!(m.contains(field), "names the field {field}: {m}");
+            m
+        }
+        other => panic!("expected object rule {rule} to refuse it, got {other:?}"),
+    }
+}
+
+fn written(result: Result<String, CallError>) -> Value {
+    let location = result.expect("written");
+    let (status, body) = location.split_once(':').expect("status:body");
+    assert!(status.starts_with('2'), "{location}");
+    serde_json::from_str(body).expect("the object")
+}
+
+/// A pod that meets baseline and the host's rules, with `spec` merged in.
+fn pod(name: &str, extra: Value) -> Value {
+    let mut spec = json!({
+        "automountServiceAccountToken": false,
+        "containers": [{"name": "c", "image": "busybox:1.36"}],
+    });
+    if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra) {
+        s.extend(e);
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+}
+
+#[tokio::test]
+async fn hostile_pods_are_refused_and_a_plain_one_is_created() {
+    let (a, _h) = load().await;
+    let ns = namespace("pando-objpods").await;
+    let sa: Api<ServiceAccount> = Api::namespaced(admin().await, &ns.name);
+    sa.create(
+        &PostParams::default(),
+        &ServiceAccount {
+            metadata: ObjectMeta {
+                name: Some("builder".into()),
+                ..ObjectMeta::default()
+            },
+            ..ServiceAccount::default()
+        },
+    )
+    .await
+    .expect("a service account");
+    let path = format!("/api/v1/namespaces/{}/pods", ns.name);
+    let privileged = json!({"containers": [{"name": "c", "image": "busybox:1.36",
+                                             "securityContext": {"privileged": true}}]});
+    let cases: Vec<(Value, &str, &str)> = vec![
+        (
+            privileged,
+            "pods.baseline",
+            "spec.containers[0].securityContext.privileged is true",
+        ),
+        (json!({"hostPID": true}), "pods.baseline", "spec.hostPID"),
+        (
+            json!({"hostNetwork": true}),
+            "pods.baseline",
+            "spec.hostNetwork",
+        ),
+        (
+            json!({"nodeName": "kwok-node-0", "volumes": [{"name": "root", "hostPath": {"path": "/"}}]}),
+            "pods.baseline",
+            "spec.volumes[0].hostPath",
+        ),
+        (
+            json!({"nodeName": "kwok-node-0"}),
+            "pods.node-name",
+            "spec.nodeName",
+        ),
+        (
+            json!({"initContainers": [{"name": "i", "image": "busybox:1.36",
+                                    "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}]}),
+            "pods.baseline",
+            "spec.initContainers[0].securityContext.capabilities.add[0]",
+        ),
+        (
+            json!({"automountServiceAccountToken": null}),
+            "pods.service-account-token",
+            "automountServiceAccountToken",
+        ),
+        (
+            json!({"serviceAccountName": "builder"}),
+            "pods.service-accounts",
+            "spec.serviceAccountName",
+        ),
+        (
+            json!({"tolerations": [{"operator": "Exists"}]}),
+            "pods.tolerations",
+            "spec.tolerations[0]",
+        ),
+        (
+            json!({"runtimeClassName": "runc-unsandboxed"}),
+            "pods.runtime-classes",
+            "spec.runtimeClassName",
+        ),
+    ];
+    for (i, (extra, rule, field)) in cases.into_iter().enumerate() {
+        let name = format!("hostile-{i}");
+        refused(
+            send(&a, "post", "json", &path, &pod(&name, extra)).await,
+            rule,
+            field,
+        );
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(admin().await, &ns.name);
+        assert!(
+            pods.get_opt(&name).await.expect("read").is_none(),
+            "{name} was not created"
+        );
+    }
+    let created = written(send(&a, "post", "json", &path, &pod("plain", json!({}))).await);
+    assert_eq!(created["metadata"]["name"], "plain");
+
+    // A patch of the running pod that would tolerate every taint (a pod's
+    // tolerations may only be added to).
+    let add =
+        json!([{"op": "add", "path": "/spec/tolerations/-", "value": {"operator": "Exists"}}]);
+    refused(
+        send(&a, "patch", "json-patch", &format!("{path}/plain"), &add).await,
+        "pods.tolerations",
+        "spec.tolerations",
+    );
+
+    // Restricted where a rule says so.
+    let strict = namespace("pando-strict").await;
+    let strict_path = format!("/api/v1/namespaces/{}/pods", strict.name);
+    refused(
+        send(&a, "post", "json", &strict_path, &pod("plain", json!({}))).await,
+        "pods.restricted",
+        "allowPrivilegeEscalation",
+    );
+    let hardened = pod(
+        "hardened",
+        json!({"securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+               "containers": [{"name": "c", "image": "busybox:1.36", "securityContext": {
+                   "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]}),
+    );
+    written(send(&a, "post", "json", &strict_path, &hardened).await);
+
+    let report = a.grant_report().expect("a report");
+    let count = |rule: &str| {
+        report
+            .object_denials
+            .iter()
+            .find(|d| d.rule == rule)
+            .map_or(0, |d| d.count)
+    };
+    assert_eq!(count("pods.baseline"), 5, "{:?}", report.object_denials);
+    assert_eq!(count("pods.restricted"), 1);
+    assert_eq!(count("pods.node-name"), 1);
+    strict.delete().await.expect("cleanup");
+    ns.delete().await.expect("cleanup");
+}
+
+fn deployment(name: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"automountServiceAccountToken": false,
+                         "containers": [{"name": "c", "image": "busybox:1.36"}]},
+            },
+        },
+    })
+}
+
+#[tokio::test]
+async fn no_patch_type_smuggles_in_what_a_create_would_be_refused() {
+    let (a, _h) = load().await;
+    let ns = namespace("pando-objpatch").await;
+    let path = format!("/apis/apps/v1/namespaces/{}/deployments", ns.name);
+    let hostile = {
+        let mut d = deployment("hostile");
+        d["spec"]["template"]["spec"]["hostPID"] = json!(true);
+        d
+    };
+    refused(
+        send(&a, "post", "json", &path, &hostile).await,
+        "pods.baseline",
+        "spec.template.spec.hostPID",
+    );
+    written(send(&a, "post", "json", &path, &deployment("web")).await);
+    let web = format!("{path}/web");
+
+    let smuggled = json!({"spec": {"template": {"spec": {"hostPID": true}}}});
+    let apply = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                       "spec": {"template": {"spec": {"hostPID": true}}}});
+    let ops = json!([{"op": "add", "path": "/spec/template/spec/hostPID", "value": true}]);
+    for (ty, body) in [
+        ("merge", &smuggled),
+        ("strategic", &smuggled),
+        ("json-patch", &ops),
+        ("apply", &apply),
+    ] {
+        refused(
+            send(&a, "patch", ty, &web, body).await,
+            "pods.baseline",
+            "spec.template.spec.hostPID",
+        );
+    }
+    // And as an update of the whole object.
+    let mut replaced = deployment("web");
+    replaced["spec"]["template"]["spec"]["containers"][0]["securityContext"] =
+        json!({"privileged": true});
+    refused(
+        send(&a, "put", "json", &web, &replaced).await,
+        "pods.baseline",
+        "spec.template.spec.containers[0].securityContext.privileged",
+    );
+    let deployments: Api<Deployment> = Api::namespaced(admin().await, &ns.name);
+    let live = deployments.get("web").await.expect("web");
+    let spec = live.spec.and_then(|s| s.template.spec).expect("template");
+    assert_eq!(spec.host_pid, None, "nothing was written");
+
+    // Allowed patches of every type land, conditioned on the checked version.
+    written(
+        send(
+            &a,
+            "patch",
+            "merge",
+            &web,
+            &json!({"spec": {"replicas": 2}}),
+        )
+        .await,
+    );
+    written(
+        send(
+            &a,
+            "patch",
+            "strategic",
+            &web,
+            &json!({"spec": {"replicas": 3}}),
+        )
+        .await,
+    );
+    written(
+        send(
+            &a,
+            "patch",
+            "json-patch",
+            &web,
+            &json!([{"op": "replace", "path": "/spec/replicas", "value": 4}]),
+        )
+        .await,
+    );
+    let apply_ok = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web",
+                          "annotations": {"pando.dev/applied": "yes"}}});
+    let applied = written(send(&a, "patch", "apply", &web, &apply_ok).await);
+    assert_eq!(
+        applied["metadata"]["annotations"]["pando.dev/applied"],
+        "yes"
+    );
+    let live = deployments.get("web").await.expect("web");
+    assert_eq!(live.spec.and_then(|s| s.replicas), Some(4));
+    assert!(
+        live.metadata
+            .managed_fields
+            .unwrap_or_default()
+            .iter()
+            .any(|m| m.manager.as_deref() == Some("kube-probe")
+                && m.operation.as_deref() == Some("Apply")),
+        "the apply kept its field ownership"
+    );
+    // A patch conditioned on a stale version is the API server's conflict.
+    let stale = json!({"metadata": {"resourceVersion": "1"}, "spec": {"replicas": 5}});
+    match send(&a, "patch", "merge", &web, &stale).await {
+        Err(CallError::Adapter(AdapterError::Conflict(_))) => {}
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    // A server-side apply that would create is refused (nothing to
+    // condition it on).
+    let create = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "fresh"},
+                        "spec": deployment("fresh")["spec"].clone()});
+    match send(&a, "patch", "apply", &format!("{path}/fresh"), &create).await {
+        Err(CallError::Adapter(AdapterError::Invalid(m))) => {
+            assert!(m.contains("would create"), "{m}")
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    ns.delete().await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn services_are_cluster_ip_unless_granted_and_never_take_external_ips() {
+    let (a, _h) = load().await;
+    let ns = namespace("pando-objsvc").await;
+    let edge = namespace("pando-objedge").await;
+    let svc = |name: &str, spec: Value| {
+        let mut s = json!({"selector": {"app": "x"}, "ports": [{"port": 80}]});
+        if let (Value::Object(s), Value::Object(e)) = (&mut s, spec) {
+            s.extend(e);
+        }
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": s})
+    };
+    let path = format!("/api/v1/namespaces/{}/services", ns.name);
+    for (name, spec, rule) in [
+        ("np", json!({"type": "NodePort"}), "services.types"),
+        ("lb", json!({"type": "LoadBalancer"}), "services.types"),
+        (
+            "en",
+            json!({"type": "ExternalName", "externalName": "example.com", "selector": null, "ports": null}),
+            "services.types",
+        ),
+        (
+            "eip",
+            json!({"externalIPs": ["198.18.0.10"]}),
+            "services.external-ips",
+        ),
+    ] {
+        refused(
+            send(&a, "post", "json", &path, &svc(name, spec)).await,
+            rule,
+            "spec.",
+        );
+    }
+    written(send(&a, "post", "json", &path, &svc("web", json!({}))).await);
+    written(
+        send(
+            &a,
+            "post",
+            "json",
+            &path,
+            &svc("headless", json!({"clusterIP": "None"})),
+        )
+        .await,
+    );
+    let web = format!("{path}/web");
+    let to_node_port = json!({"spec": {"type": "NodePort"}});
+    let apply = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {"type": "NodePort"}});
+    let ops = json!([{"op": "replace", "path": "/spec/type", "value": "NodePort"}]);
+    for (ty, body) in [
+        ("merge", &to_node_port),
+        ("strategic", &to_node_port),
+        ("json-patch", &ops),
+        ("apply", &apply),
+    ] {
+        refused(
+            send(&a, "patch", ty, &web, body).await,
+            "services.types",
+            "spec.type",
+        );
+    }
+    let ips = json!({"spec": {"externalIPs": ["198.18.0.10"]}});
+    refused(
+        send(&a, "patch", "merge", &web, &ips).await,
+        "services.external-ips",
+        "spec.externalIPs",
+    );
+    // The edge's namespace may have its NodePort.
+    let edge_path = format!("/api/v1/namespaces/{}/services", edge.name);
+    written(
+        send(
+            &a,
+            "post",
+            "json",
+            &edge_path,
+            &svc("edge", json!({"type": "NodePort"})),
+        )
+        .await,
+    );
+    refused(
+        send(
+            &a,
+            "post",
+            "json",
+            &edge_path,
+            &svc("lb", json!({"type": "LoadBalancer"})),
+        )
+        .await,
+        "services.types",
+        "spec.type",
+    );
+    edge.delete().await.expect("cleanup");
+    ns.delete().await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn the_pod_security_labels_are_the_hosts_and_namespaces_take_only_allowed_labels() {
+    let (a, _h) = load().await;
+    let namespaces: Api<Namespace> = Api::all(admin().await);
+    let ns = |name: &str, labels: Value| {
+        json!({"apiVersion": "v1", "kind": "Namespace",
+                                                "metadata": {"name": name, "labels": labels}})
+    };
+    let refused_name = cluster::unique_name("pando-objns");
+    refused(
+        send(
+            &a,
+            "post",
+            "json",
+            "/api/v1/namespaces",
+            &ns(
+                &refused_name,
+                json!({"pod-security.kubernetes.io/enforce": "privileged"}),
+            ),
+        )
+        .await,
+        "namespaces.pod-security",
+        "pod-security.kubernetes.io/enforce",
+    );
+    refused(
+        send(
+            &a,
+            "post",
+            "json",
+            "/api/v1/namespaces",
+            &ns(&refused_name, json!({"team": "x"})),
+        )
+        .await,
+        "namespaces.labels",
+        "metadata.labels[team]",
+    );
+    assert!(
+        namespaces
+            .get_opt(&refused_name)
+            .await
+            .expect("read")
+            .is_none()
+    );
+
+    let name = cluster::unique_name("pando-objns");
+    written(
+        send(
+            &a,
+            "post",
+            "json",
+            "/api/v1/namespaces",
+            &ns(&name, json!({"pando.dev/app": "x"})),
+        )
+        .await,
+    );
+    let enforce = |n: &Namespace| {
+        n.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("pod-security.kubernetes.io/enforce"))
+            .cloned()
+    };
+    let live = namespaces.get(&name).await.expect("created");
+    assert_eq!(
+        enforce(&live).as_deref(),
+        Some("baseline"),
+        "the host set the profile"
+    );
+
+    let path = format!("/api/v1/namespaces/{name}");
+    let privileged =
+        json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}}});
+    let apply = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
+                       "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}});
+    let replace = json!([{"op": "replace", "path": "/metadata/labels/pod-security.kubernetes.io~1enforce", "value": "privileged"}]);
+    let remove =
+        json!([{"op": "remove", "path": "/metadata/labels/pod-security.kubernetes.io~1enforce"}]);
+    let warn = json!({"metadata": {"labels": {"pod-security.kubernetes.io/warn": "privileged"}}});
+    for (ty, body) in [
+        ("merge", &privileged),
+        ("strategic", &privileged),
+        ("apply", &apply),
+        ("json-patch", &replace),
+        ("json-patch", &remove),
+        ("merge", &warn),
+    ] {
+        refused(
+            send(&a, "patch", ty, &path, body).await,
+            "namespaces.pod-security",
+            "pod-security.kubernetes.io/",
+        );
+    }
+    let mut updated =
+        serde_json::to_value(namespaces.get(&name).await.expect("read")).expect("json");
+    updated["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = json!("privileged");
+    refused(
+        send(&a, "put", "json", &path, &updated).await,
+        "namespaces.pod-security",
+        "enforce",
+    );
+    // An allowed label may be added; the profile stays.
+    written(
+        send(
+            &a,
+            "patch",
+            "merge",
+            &path,
+            &json!({"metadata": {"labels": {"pando.dev/more": "y"}}}),
+        )
+        .await,
+    );
+    let live = namespaces.get(&name).await.expect("read");
+    assert_eq!(enforce(&live).as_deref(), Some("baseline"));
+    assert_eq!(
+        live.metadata
+            .labels
+            .unwrap_or_default()
+            .get("pando.dev/more")
+            .map(String::as_str),
+        Some("y")
+    );
+    namespaces
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("cleanup");
+}
+
+#[tokio::test]
+async fn role_bindings_bind_only_the_configured_role_to_the_configured_subjects() {
+    let (a, _h) = load().await;
+    let ns = namespace("pando-objrb").await;
+    let path = format!(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/rolebindings",
+        ns.name
+    );
+    let binding = |name: &str, role: &str, subjects: Value| {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": subjects,
+        })
+    };
+    let pando = json!([{"kind": "ServiceAccount", "name": "pando", "namespace": "pando-system"}]);
+    let everyone = json!([{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:authenticated"}]);
+    refused(
+        send(
+            &a,
+            "post",
+            "json",
+            &path,
+            &binding("admin", "cluster-admin", pando.clone()),
+        )
+        .await,
+        "rolebindings.role",
+        "roleRef.name",
+    );
+    refused(
+        send(
+            &a,
+            "post",
+            "json",
+            &path,
+            &binding("all", "pando-app", everyone.clone()),
+        )
+        .await,
+        "rolebindings.subjects",
+        "subjects[0]",
+    );
+    written(
+        send(
+            &a,
+            "post",
+            "json",
+            &path,
+            &binding("pando-app", "pando-app", pando),
+        )
+        .await,
+    );
+    let ops = json!([{"op": "add", "path": "/subjects/-", "value": everyone[0]}]);
+    refused(
+        send(
+            &a,
+            "patch",
+            "json-patch",
+            &format!("{path}/pando-app"),
+            &ops,
+        )
+        .await,
+        "rolebindings.subjects",
+        "subjects[1]",
+    );
+    ns.delete().await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn claims_name_no_volume_and_a_volume_changes_only_its_reclaim_policy() {
+    let (a, _h) = load().await;
+    let ns = namespace("pando-objpvc").await;
+    let admin = admin().await;
+    let pvs: Api<PersistentVolume> = Api::all(admin.clone());
+    let foreign = cluster::unique_name("pv-someone-elses");
+    let owned = cluster::unique_name("pv-owned");
+    for (name, claim_ns) in [(&foreign, "kube-system"), (&owned, ns.name.as_str())] {
+        let pv = PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PersistentVolumeSpec {
+                capacity: Some(
+                    [(
+                        "storage".to_string(),
+                        k8s_openapi::apimachinery::pkg::api::resource::Quantity("1Gi".into()),
+                    )]
+                    .into(),
+                ),
+                access_modes: Some(vec!["ReadWriteOnce".into()]),
+                host_path: Some(HostPathVolumeSource {
+                    path: "/tmp/pando-test-pv".into(),
+                    type_: None,
+                }),
+                persistent_volume_reclaim_policy: Some("Delete".into()),
+                claim_ref: Some(ObjectReference {
+                    namespace: Some(claim_ns.into()),
+                    name: Some("data".into()),
+                    ..ObjectReference::default()
+                }),
+                ..PersistentVolumeSpec::default()
+            }),
+            ..PersistentVolume::default()
+        };
+        pvs.create(&PostParams::default(), &pv).await.expect("a PV");
+    }
+    let path = format!("/api/v1/namespaces/{}/persistentvolumeclaims", ns.name);
+    let claim = |name: &str, extra: Value| {
+        let mut spec = json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                              "storageClassName": ""});
+        if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra) {
+            s.extend(e);
+        }
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec})
+    };
+    refused(
+        send(
+            &a,
+            "post",
+            "json",
+            &path,
+            &claim("steal", json!({"volumeName": foreign})),
+        )
+        .await,
+        "claims.binding",
+        "spec.volumeName",
+    );
+    refused(
+        send(
+            &a,
+            "post",
+            "json",
+            &path,
+            &claim("pick", json!({"selector": {"matchLabels": {"a": "b"}}})),
+        )
+        .await,
+        "claims.binding",
+        "spec.selector",
+    );
+    written(send(&a, "post", "json", &path, &claim("plain", json!({}))).await);
+    refused(
+        send(
+            &a,
+            "patch",
+            "merge",
+            &format!("{path}/plain"),
+            &json!({"spec": {"volumeName": foreign}}),
+        )
+        .await,
+        "claims.binding",
+        "spec.volumeName",
+    );
+
+    // The adapter's own write: the reclaim policy, as a merge patch.
+    let pv_path = format!("/api/v1/persistentvolumes/{owned}");
+    written(
+        send(
+            &a,
+            "patch",
+            "merge",
+            &pv_path,
+            &json!({"spec": {"persistentVolumeReclaimPolicy": "Retain"}}),
+        )
+        .await,
+    );
+    let live = pvs.get(&owned).await.expect("pv");
+    assert_eq!(
+        live.spec
+            .and_then(|s| s.persistent_volume_reclaim_policy)
+            .as_deref(),
+        Some("Retain")
+    );
+    refused(
+        send(
+            &a,
+            "patch",
+            "merge",
+            &pv_path,
+            &json!({"spec": {"claimRef": {"namespace": "pando-mine"}}}),
+        )
+        .await,
+        "persistentvolumes.reclaim-policy",
+        "spec.claimRef.namespace",
+    );
+    refused(
+        send(
+            &a,
+            "patch",
+            "json-patch",
+            &pv_path,
+            &json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]),
+        )
+        .await,
+        "persistentvolumes.reclaim-policy",
+        "metadata.labels",
+    );
+    refused(
+        send(
+            &a,
+            "patch",
+            "merge",
+            &pv_path,
+            &json!({"spec": {"persistentVolumeReclaimPolicy": "Recycle"}}),
+        )
+        .await,
+        "persistentvolumes.reclaim-policy",
+        "Recycle",
+    );
+
+    for name in [&foreign, &owned] {
+        pvs.delete(name, &DeleteParams::default())
+            .await
+            .expect("cleanup");
+    }
+    ns.delete().await.expect("cleanup");
+}
