@@ -93,7 +93,13 @@ impl HelperPod {
         }
         spec["containers"] = json!([container]);
         if let Some(node) = node {
-            spec["nodeName"] = json!(node);
+            // Through the scheduler, not `nodeName`: the host's object policy refuses a pod that
+            // names its node (it would skip admission of its placement), and so may the cluster.
+            spec["affinity"] = json!({ "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": [{
+                    "matchFields": [{ "key": "metadata.name", "operator": "In", "values": [node] }],
+                }] },
+            } });
         } else if !config.node_selector.is_empty() {
             spec["nodeSelector"] = json!(config.node_selector.labels());
         }

@@ -209,3 +209,26 @@ pub fn outside_reaches(url: &str) -> bool {
 
 /// The `kubernetes` Service (the API server, through kube-proxy).
 pub const KUBERNETES_SERVICE: (&str, u16) = ("198.19.0.1", 443);
+
+/// The grants the Kubernetes adapter ships with, less narrow by one thing: its pods may name
+/// [`RUNTIME_CLASS`], the test cluster's class for the real node (the host's object policy allows
+/// only the runtime classes the grants list).
+pub fn grants() -> pando_host::Grants {
+    let mut grants = crate::kubernetes_adapter::grants();
+    if let Some(k) = grants.kubernetes.as_mut() {
+        for rule in &mut k.objects.pods {
+            rule.runtime_classes.push(RUNTIME_CLASS.into());
+        }
+    }
+    grants
+}
+
+/// The Kubernetes adapter as `pando`, with [`grants`] and [`ADAPTER_CONFIG`].
+pub async fn load_adapter() -> (pando_host::Adapter, pando_host::Host) {
+    crate::probe::load_as_pando(
+        &crate::kubernetes_adapter::component(),
+        grants(),
+        ADAPTER_CONFIG,
+    )
+    .await
+}

@@ -81,7 +81,7 @@ async fn the_real_node_runs_containers_on_its_own_pod_network() {
 async fn r084_exec_runs_in_the_container_not_on_this_machine() {
     let admin = admin().await;
     node::require(&admin).await;
-    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let (a, _h) = node::load_adapter().await;
     let app = id("node-exec");
     let ns = format!("pando-{app}");
     a.apply(
@@ -139,7 +139,7 @@ async fn r084_exec_runs_in_the_container_not_on_this_machine() {
 async fn r150_after_stop_logs_are_the_exited_pods_own_output() {
     let admin = admin().await;
     node::require(&admin).await;
-    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let (a, _h) = node::load_adapter().await;
     let app = id("node-logs");
     let ns = format!("pando-{app}");
     let line = format!("the last words of {app}");
@@ -203,7 +203,7 @@ async fn ensure_namespace(client: &Client, name: &str) {
 async fn r023_r025_only_the_app_itself_and_pandos_server_reach_it_by_packets() {
     let admin = admin().await;
     node::require(&admin).await;
-    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let (a, _h) = node::load_adapter().await;
     let app = id("node-deny");
     let ns = format!("pando-{app}");
     a.apply(
@@ -276,7 +276,7 @@ async fn r023_r025_only_the_app_itself_and_pandos_server_reach_it_by_packets() {
 async fn o43_health_passes_where_networkpolicy_is_enforced() {
     let admin = admin().await;
     node::require(&admin).await;
-    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let (a, _h) = node::load_adapter().await;
     a.health_check(&ctx())
         .await
         .expect("on the real node the canary sees the policy enforced (O-43)");
@@ -299,7 +299,7 @@ async fn the_cases_that_skip_on_kwok_pass_on_the_real_node() {
             .expect("host"),
         component: ka::component(),
         load: pando_host::LoadOptions {
-            grants: ka::grants(),
+            grants: node::grants(),
             config: node::ADAPTER_CONFIG.into(),
             kubernetes: Some(client),
             ..pando_host::LoadOptions::default()
@@ -341,7 +341,7 @@ async fn control(client: &Client, prefix: &str) -> (cluster::TestNamespace, Stri
 async fn r026_nothing_of_an_app_answers_the_outside() {
     let admin = admin().await;
     node::require(&admin).await;
-    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let (a, _h) = node::load_adapter().await;
     let app = id("node-r026");
     let ns = format!("pando-{app}");
     a.apply(&ctx(), &shell_plan(&app, &[("web", SERVE)]))
@@ -365,7 +365,7 @@ async fn r026_nothing_of_an_app_answers_the_outside() {
 async fn egress_open_reaches_the_outside_and_never_the_cluster() {
     let admin = admin().await;
     node::require(&admin).await;
-    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let (a, _h) = node::load_adapter().await;
     let app = id("node-open");
     let ns = format!("pando-{app}");
     // The plan's egress is `open`.
@@ -426,7 +426,7 @@ async fn r097_a_trial_reports_exactly_its_listening_sockets_and_is_unreachable()
     use std::collections::BTreeSet;
     let admin = admin().await;
     node::require(&admin).await;
-    let (a, _h) = ka::load_with(node::ADAPTER_CONFIG).await;
+    let (a, _h) = node::load_adapter().await;
     let app = id("node-trial");
     let mut workload = pando_tests::plans::workload("web");
     workload.image = BUSYBOX.into();
