@@ -56,6 +56,13 @@ start this cluster without the node (PANDO_CLUSTER_NODE=0 scripts/cluster up)"
   echo "$STATE" >"$NODE_OWNER"
 }
 
+# True when another checkout holds the machine's node (its cgroups, sysctls and fixed paths).
+node_other_owner() {
+  local owner
+  owner="$(cat "$NODE_OWNER" 2>/dev/null || true)"
+  [[ -n "$owner" && "$owner" != "$STATE" && -d "$owner/node" ]]
+}
+
 node_wanted() { [[ "${PANDO_CLUSTER_NODE:-1}" != 0 ]]; }
 node_up() { [[ -f "$NODE_DIR/up" ]]; }
 
@@ -438,6 +445,16 @@ node_down() {
   node_outside_down
   [[ -d "$NODE_DIR" || -f "$NODE_RECORD" ]] || return 0
   local name pids mnt key value path
+  if node_other_owner; then
+    # What is the machine's now belongs to another checkout's node: leave it be, and only end
+    # this checkout's own processes and directory.
+    log "the real node of $(cat "$NODE_OWNER") holds the machine's cgroups, sysctls and paths: leaving them"
+    for name in "${NODE_COMPONENTS[@]}" outside; do node_stop_component "$name"; done
+    while read -r mnt; do umount -l "$mnt" 2>/dev/null || true; done < <(awk -v d="$NODE_DIR" \
+      'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r || true)
+    rm -rf "$NODE_DIR"
+    return 0
+  fi
   for name in "${NODE_COMPONENTS[@]}"; do
     [[ "$name" == containerd ]] && continue
     node_stop_component "$name"
@@ -487,10 +504,15 @@ node_residue() {
   ip netns list 2>/dev/null | grep -qw "$OUTSIDE_NETNS" && echo "network namespace $OUTSIDE_NETNS"
   pgrep -af "containerd-shim-runc-v2" 2>/dev/null | grep -F "$NODE_DIR" | sed 's/^/process /' || true
   awk -v d="$NODE_DIR" 'index($5, d) == 1 {print "mount " $5}' /proc/self/mountinfo
+  [[ -d "$NODE_DIR" ]] && echo "directory ${NODE_DIR#"$ROOT"/}"
+  if node_other_owner; then
+    # The cgroups, sysctls and fixed paths are the machine's: another checkout's node has them.
+    log "the real node of $(cat "$NODE_OWNER") runs: the machine's cgroups, sysctls and paths are its, not checked"
+    return 0
+  fi
   for path in /sys/fs/cgroup/*/"${NODE_CGROUP_ROOT#/}"; do
     [[ -d "$path" ]] && echo "cgroup $path"
   done
-  [[ -d "$NODE_DIR" ]] && echo "directory ${NODE_DIR#"$ROOT"/}"
   if [[ -f "$NODE_RECORD" ]]; then
     local what key value
     while read -r what key value; do
