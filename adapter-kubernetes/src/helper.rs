@@ -95,11 +95,16 @@ impl HelperPod {
         if let Some(node) = node {
             // Through the scheduler, not `nodeName`: the host's object policy refuses a pod that
             // names its node (it would skip admission of its placement), and so may the cluster.
+            // A cordoned node (one being drained) still takes it, as `nodeName` did: the
+            // volume's user runs there, and its data must be reachable to be saved.
             spec["affinity"] = json!({ "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": [{
                     "matchFields": [{ "key": "metadata.name", "operator": "In", "values": [node] }],
                 }] },
             } });
+            spec["tolerations"] = json!([{
+                "key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule",
+            }]);
         } else if !config.node_selector.is_empty() {
             spec["nodeSelector"] = json!(config.node_selector.labels());
         }

@@ -153,6 +153,9 @@ async fn create_app(admin: &Client, ns: &str) -> Result<()> {
     Api::<PersistentVolumeClaim>::namespaced(admin.clone(), ns)
         .create(&pp, &claim)
         .await?;
+    // Bound, as a provisioner would: the helper goes through the scheduler, which places no
+    // pod whose claim is unbound.
+    bind_claim(admin, ns).await?;
     let mut pod = objects::pod(&config, &plan, &plan.workloads[0]).map_err(sdk)?;
     if let Some(spec) = pod.spec.as_mut() {
         spec.node_name = Some(NODE.into());
@@ -336,6 +339,28 @@ async fn native_snapshot(client: &Client, ns: &str) -> Result<(Duration, Duratio
     Ok((started.elapsed(), stream, n))
 }
 
+/// A PersistentVolume bound to the app's claim (its contents are the files under
+/// `helper-root`, where KWOK runs the helper's commands).
+async fn bind_claim(admin: &Client, ns: &str) -> Result<()> {
+    let name = format!("pv-{ns}-{CLAIM}");
+    let pv: k8s_openapi::api::core::v1::PersistentVolume =
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name },
+            "spec": {
+                "capacity": { "storage": "1Gi" },
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Delete",
+                "hostPath": { "path": "/tmp/pando-bench-pv" },
+                "claimRef": { "namespace": ns, "name": CLAIM },
+            },
+        }))?;
+    let pvs = Api::<k8s_openapi::api::core::v1::PersistentVolume>::all(admin.clone());
+    if pvs.get_opt(&name).await?.is_none() {
+        pvs.create(&PostParams::default(), &pv).await?;
+    }
+    Ok(())
+}
+
 /// The adapter's helper pod (`adapter-kubernetes/src/helper.rs`).
 fn helper_pod(name: &str, config: &Config, node: &str, path: &str) -> Result<Pod> {
     let labels = objects::app_labels(APP);
@@ -349,7 +374,13 @@ fn helper_pod(name: &str, config: &Config, node: &str, path: &str) -> Result<Pod
             "enableServiceLinks": false,
             "activeDeadlineSeconds": 3600,
             "terminationGracePeriodSeconds": 1,
-            "nodeName": node,
+            "affinity": { "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": [{
+                    "matchFields": [{ "key": "metadata.name", "operator": "In", "values": [node] }],
+                }] },
+            } },
+            "tolerations": [{ "key": "node.kubernetes.io/unschedulable", "operator": "Exists",
+                              "effect": "NoSchedule" }],
             "containers": [{
                 "name": "pando-helper",
                 "image": config.helper_image,
