@@ -439,19 +439,31 @@ node_stop_component() { # NAME
   rm -f "$PIDS/$1.pid"
 }
 
+# Mount points under the node's directory (volumes, snapshots, pod network namespaces, the
+# kubelet's root), deepest first.
+node_mounts() {
+  awk -v d="$NODE_DIR" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r || true
+}
+
+node_unmount() {
+  local mnt
+  while read -r mnt; do
+    umount -l "$mnt" 2>/dev/null || true
+  done < <(node_mounts)
+}
+
 # Undoes everything the node did, whatever state a crashed run left: safe to run twice, and
 # best effort (it runs in traps): a step that fails does not stop the next.
 node_down() {
   node_outside_down
   [[ -d "$NODE_DIR" || -f "$NODE_RECORD" ]] || return 0
-  local name pids mnt key value path
+  local name pids key value path
   if node_other_owner; then
     # What is the machine's now belongs to another checkout's node: leave it be, and only end
     # this checkout's own processes and directory.
     log "the real node of $(cat "$NODE_OWNER") holds the machine's cgroups, sysctls and paths: leaving them"
     for name in "${NODE_COMPONENTS[@]}" outside; do node_stop_component "$name"; done
-    while read -r mnt; do umount -l "$mnt" 2>/dev/null || true; done < <(awk -v d="$NODE_DIR" \
-      'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r || true)
+    node_unmount
     rm -rf "$NODE_DIR"
     return 0
   fi
@@ -473,10 +485,7 @@ node_down() {
     tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF "$NODE_DIR" && echo "$p"; done | tr '\n' ' ' || true)"
   # shellcheck disable=SC2086
   [[ -z "${pids// }" ]] || kill -KILL $pids 2>/dev/null || true
-  # Mounts under the node's directory (volumes, snapshots, pod network namespaces), deepest first.
-  while read -r mnt; do
-    umount -l "$mnt" 2>/dev/null || true
-  done < <(awk -v d="$NODE_DIR" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r || true)
+  node_unmount
   for path in /sys/fs/cgroup/*/"${NODE_CGROUP_ROOT#/}"; do
     [[ -d "$path" ]] || continue
     find "$path" -depth -type d -exec rmdir {} + 2>/dev/null || true
@@ -503,7 +512,7 @@ node_residue() {
   done
   ip netns list 2>/dev/null | grep -qw "$OUTSIDE_NETNS" && echo "network namespace $OUTSIDE_NETNS"
   pgrep -af "containerd-shim-runc-v2" 2>/dev/null | grep -F "$NODE_DIR" | sed 's/^/process /' || true
-  awk -v d="$NODE_DIR" 'index($5, d) == 1 {print "mount " $5}' /proc/self/mountinfo
+  node_mounts | sed 's/^/mount /'
   [[ -d "$NODE_DIR" ]] && echo "directory ${NODE_DIR#"$ROOT"/}"
   if node_other_owner; then
     # The cgroups, sysctls and fixed paths are the machine's: another checkout's node has them.
