@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use pando_adapter_sdk::error::ErrorExt;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
-    Namespace, PersistentVolumeClaim, Pod, Service,
+    Event, Namespace, PersistentVolumeClaim, Pod, Service,
 };
 use pando_adapter_sdk::kube::{Api, ListParams};
 use pando_adapter_sdk::types::{
@@ -60,12 +60,66 @@ pub fn observe(bundle: &BundleRef) -> Result<ObservedBundle, Error> {
     }
     for pod in &pods.items {
         if let Some(name) = workload_of(&pod.metadata.labels) {
-            workloads.insert(name.to_owned(), workload(name, pod));
+            let mut w = workload(name, pod);
+            if sandbox_pending(pod)
+                && let Some(pod_name) = &pod.metadata.name
+                && let Some(why) = sandbox_warning(&ns, pod_name).map_err(ctx)?
+            {
+                w.reason = why;
+            }
+            workloads.insert(name.to_owned(), w);
         }
     }
     observed.workloads = workloads.into_values().collect();
     observed.volumes = claims.items.iter().filter_map(volume).collect();
     Ok(observed)
+}
+
+/// Whether the kubelet has yet to make the pod's sandbox (its network and
+/// runtime), the one stage whose failure the pod's status does not put in
+/// words.
+fn sandbox_pending(pod: &Pod) -> bool {
+    let Some(status) = &pod.status else {
+        return false;
+    };
+    status.phase.as_deref() == Some("Pending")
+        && status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "PodReadyToStartContainers" && c.status == "False")
+}
+
+/// The newest Warning event of pod `ns/name`, as `Reason: message`.
+fn sandbox_warning(
+    ns: &str,
+    name: &str,
+) -> Result<Option<String>, pando_adapter_sdk::kube::KubeError> {
+    let events = Api::<Event>::namespaced(ns).list(
+        &ListParams::default()
+            .fields(&format!(
+                "involvedObject.kind=Pod,involvedObject.name={name},type=Warning"
+            ))
+            .resource_version("0"),
+    )?;
+    Ok(newest_warning(&events.items))
+}
+
+/// Of `events`, the one seen last, as `Reason: message`.
+fn newest_warning(events: &[Event]) -> Option<String> {
+    let seen = |e: &Event| {
+        e.last_timestamp
+            .as_ref()
+            .map(|t| t.0)
+            .or(e.event_time.as_ref().map(|t| t.0))
+            .or(e.metadata.creation_timestamp.as_ref().map(|t| t.0))
+    };
+    let newest = events.iter().max_by_key(|e| seen(e))?;
+    let reason = newest.reason.as_deref().unwrap_or("Warning");
+    Some(match newest.message.as_deref() {
+        Some(m) if !m.is_empty() => format!("{reason}: {m}"),
+        _ => reason.to_owned(),
+    })
 }
 
 /// The workload label of an object.
@@ -131,10 +185,15 @@ pub fn workload(name: &str, pod: &Pod) -> ObservedWorkload {
                 w.reason = reason.clone();
             }
         }
+        // The kubelet's message says what failed (`ErrImagePull: … 401
+        // Unauthorized`, O-41); the reason alone does not.
         if let Some(waiting) = &state.waiting
             && let Some(reason) = &waiting.reason
         {
-            w.reason = reason.clone();
+            w.reason = match waiting.message.as_deref() {
+                Some(m) if !m.is_empty() => format!("{reason}: {m}"),
+                _ => reason.clone(),
+            };
         }
     }
     w
@@ -163,4 +222,81 @@ fn volume(claim: &PersistentVolumeClaim) -> Option<ObservedVolume> {
         ready,
         size_bytes: size,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(status: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": { "name": "web-0" },
+            "status": status,
+        }))
+        .expect("a pod")
+    }
+
+    fn event(reason: &str, message: &str, last: &str) -> Event {
+        serde_json::from_value(json!({
+            "metadata": { "name": format!("e-{last}") },
+            "involvedObject": { "kind": "Pod", "name": "web-0" },
+            "reason": reason,
+            "message": message,
+            "lastTimestamp": last,
+        }))
+        .expect("an event")
+    }
+
+    #[test]
+    fn a_waiting_container_is_reported_with_the_kubelets_words() {
+        let p = pod(json!({
+            "phase": "Pending",
+            "containerStatuses": [{
+                "name": objects::CONTAINER_NAME, "ready": false, "restartCount": 0,
+                "image": "i", "imageID": "",
+                "state": { "waiting": { "reason": "ErrImagePull",
+                           "message": "failed to pull: 401 Unauthorized" } },
+            }],
+        }));
+        assert_eq!(
+            workload("web", &p).reason,
+            "ErrImagePull: failed to pull: 401 Unauthorized"
+        );
+    }
+
+    #[test]
+    fn r114_only_a_pod_without_its_sandbox_costs_an_events_list() {
+        let pending = |ready: &str| {
+            pod(json!({ "phase": "Pending", "conditions": [
+                { "type": "PodReadyToStartContainers", "status": ready },
+            ]}))
+        };
+        assert!(sandbox_pending(&pending("False")));
+        assert!(!sandbox_pending(&pending("True")));
+        assert!(!sandbox_pending(&pod(
+            json!({ "phase": "Running", "conditions": [
+                { "type": "PodReadyToStartContainers", "status": "False" },
+            ]})
+        )));
+        assert!(!sandbox_pending(&pod(json!({ "phase": "Pending" }))));
+    }
+
+    #[test]
+    fn the_newest_warning_is_the_one_reported() {
+        let events = [
+            event("FailedMount", "old", "2026-01-01T00:00:01Z"),
+            event(
+                "FailedCreatePodSandBox",
+                "no runtime for \"x\" is configured",
+                "2026-01-01T00:00:09Z",
+            ),
+            event("FailedMount", "middle", "2026-01-01T00:00:05Z"),
+        ];
+        assert_eq!(
+            newest_warning(&events).as_deref(),
+            Some("FailedCreatePodSandBox: no runtime for \"x\" is configured")
+        );
+        assert_eq!(newest_warning(&[]), None);
+    }
 }
