@@ -405,15 +405,73 @@ node_start() {
   node_apply_objects "$apiserver_port"
   # kube-router finds its node by name at start: after the kubelet has registered it.
   wait_for "node $NODE_NAME registered, as kube-router reads it" 120 node_registered
+  node_enforcer_start
+  STARTED+=(kube-router)
+  wait_for "node $NODE_NAME Ready" 120 node_ready
+  wait_for "CoreDNS in kube-system" 120 coredns_ready
+  touch "$NODE_DIR/up"
+}
+
+# kube-router, firewall only: the NetworkPolicy enforcer.
+node_enforcer_start() {
   start kube-router "$NODE_BIN/kube-router" --kubeconfig="$PKI/kube-router.kubeconfig" \
     --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false \
     --run-service-proxy=false --enable-cni=false --enable-pod-egress=false \
     --enable-ipv4=true --enable-ipv6=false --service-cluster-ip-range="$SERVICE_CIDR" \
     --metrics-port=0 --health-port=20244 --cache-sync-timeout=2m
-  STARTED+=(kube-router)
-  wait_for "node $NODE_NAME Ready" 120 node_ready
-  wait_for "CoreDNS in kube-system" 120 coredns_ready
-  touch "$NODE_DIR/up"
+}
+
+# Whether kube-router has synced the policies and answers its health check.
+node_enforcer_healthy() { ns curl -sf --max-time 2 http://127.0.0.1:20244/healthz >/dev/null; }
+
+# The enforcer's iptables rules and chains in the cluster's namespace.
+node_enforcer_rules() { ns iptables-save 2>/dev/null | grep -E 'KUBE-ROUTER|KUBE-POD-FW|KUBE-NWPLCY' || true; }
+
+# Removes kube-router's firewall: the jumps from the built-in chains, its chains, its ipsets.
+# By hand: v2.1.0's `--cleanup-config` says it cleaned the firewall, leaves every rule in
+# place, then dies in the service proxy's cleanup (IPVS, which this node does not run).
+node_enforcer_flush() {
+  local rule chain set
+  ns iptables-save -t filter 2>/dev/null | grep -E '^-A (INPUT|FORWARD|OUTPUT) .*-j KUBE-ROUTER-' |
+    while read -r rule; do
+      # shellcheck disable=SC2086 # the saved rule is iptables' own words, split as it wrote them
+      eval "ns iptables -t filter -D ${rule#-A }"
+    done
+  for chain in $(ns iptables-save -t filter 2>/dev/null |
+    sed -nE 's/^:((KUBE-ROUTER|KUBE-POD-FW|KUBE-NWPLCY)[^ ]*) .*/\1/p'); do
+    ns iptables -t filter -F "$chain"
+  done
+  for chain in $(ns iptables-save -t filter 2>/dev/null |
+    sed -nE 's/^:((KUBE-ROUTER|KUBE-POD-FW|KUBE-NWPLCY)[^ ]*) .*/\1/p'); do
+    ns iptables -t filter -X "$chain"
+  done
+  for set in $(ns ipset list -n 2>/dev/null | grep -E '^KUBE-' || true); do
+    ns ipset destroy "$set" || true
+  done
+}
+
+# `scripts/cluster enforcer stop|start`: for the test of the health canary's "not enforced"
+# verdict (O-43). `stop` ends kube-router and removes its rules (`--cleanup-config`): a stopped
+# kube-router leaves its chains in place, which would go on enforcing the last policies seen.
+# `start` brings it back and waits until it has synced.
+node_enforcer() { # stop|start
+  node_up || die "the real node is not up (scripts/cluster up)"
+  NODE_BIN="$(node_cache_dir)"
+  case "$1" in
+    stop)
+      node_stop_component kube-router
+      node_enforcer_flush
+      if node_enforcer_rules | grep -q .; then
+        node_enforcer_rules >&2
+        die "kube-router's rules (above) are still in the cluster's namespace"
+      fi
+      log "kube-router stopped and its rules removed: NetworkPolicy is not enforced" ;;
+    start)
+      if ! alive kube-router; then node_enforcer_start; fi
+      wait_for "kube-router synced and healthy" 120 node_enforcer_healthy
+      log "kube-router enforces NetworkPolicy again" ;;
+    *) die "usage: scripts/cluster enforcer stop|start" ;;
+  esac
 }
 
 # Processes in the node's cgroups: the containers, wherever their network namespace is.
