@@ -14,10 +14,13 @@
 //!   non-loopback address.
 //! - Writes are not observed: nothing like a container diff exists in the
 //!   API (`write-observation` is false, `writes` is none).
-//! - The namespace is removed at the end on every path the guest survives;
-//!   its pods end themselves (`activeDeadlineSeconds`), and a trial whose
-//!   namespace outlived its expiry (the host stopped the call) is removed by
-//!   the next trial's sweep.
+//! - The namespace is removed at the end on every path: on an error, on a
+//!   cancellation (the host lets requests begun after it run within its
+//!   grace), and before the call's deadline, which a trial longer than its
+//!   call ends [`CLEANUP_RESERVE`] ahead of, so that the host never has to
+//!   stop it mid-way. Its pods end themselves (`activeDeadlineSeconds`), and
+//!   a namespace that outlived its expiry all the same (a host that died) is
+//!   removed by the next trial's sweep.
 //!
 //! The trial's pods carry no app label: the bundle watch and the app's
 //! accounts never see them.
@@ -49,6 +52,9 @@ pub const OBSERVER: &str = "pando-observer";
 pub const MAX_DURATION: Duration = Duration::from_secs(15 * 60);
 /// How often the sockets are read.
 const OBSERVE_EVERY: Duration = Duration::from_secs(1);
+/// How long before the call's deadline a trial ends, to remove its
+/// namespace while the host still lets it.
+pub const CLEANUP_RESERVE: Duration = Duration::from_secs(3);
 /// How much of the output is kept.
 const OUTPUT_TAIL: usize = 64 * 1024;
 
@@ -276,6 +282,15 @@ fn watch(ns: &str, pod: &str, duration: Duration) -> Result<TrialResult, Error> 
         }
         if exit_code.is_some() || watched >= duration {
             break;
+        }
+        if let Some(left) = time::deadline()
+            && left < OBSERVE_EVERY + CLEANUP_RESERVE
+        {
+            return Err(Error::Timeout(format!(
+                "the call's deadline comes before the trial's {} s were up: the trial was                  ended after {} s of watching and its namespace `{ns}` removed; give the call                  a deadline longer than the trial's duration",
+                duration.as_secs(),
+                watched.as_secs()
+            )));
         }
         if !started && exit_code.is_none() {
             if waited >= helper::START_TIMEOUT {

@@ -213,10 +213,21 @@ mod host_impl {
     /// waiting on the cluster (or on the rate budget) is told `cancelled`
     /// and can return on its own within the host's grace. (At the deadline
     /// the host ends the call itself: there is no grace to return in.)
+    ///
+    /// A request begun after the cancellation is the guest undoing what the
+    /// call started (a trial deleting its namespace, R-097): it runs, bounded
+    /// by the grace, as Go's deferred cleanups run on a cancelled context.
+    /// The epoch hook still stops the guest once the grace is over, so a
+    /// guest that keeps asking gains nothing.
     async fn bounded<T>(
         cancel: tokio_util::sync::CancellationToken,
         fut: impl std::future::Future<Output = Result<T, ApiError>>,
     ) -> Result<T, ApiError> {
+        if cancel.is_cancelled() {
+            return tokio::time::timeout(crate::state::CANCEL_GRACE, fut)
+                .await
+                .unwrap_or(Err(ApiError::Cancelled));
+        }
         tokio::select! {
             r = fut => r,
             () = cancel.cancelled() => Err(ApiError::Cancelled),
