@@ -9,8 +9,12 @@
 #   pando.test/busybox:1   busybox-static with its applets: the helpers, the canary, the observer
 #   pando.test/pause:1     the pod sandbox: busybox's `sleep`, so that a sandbox waits forever
 #   pando.test/coredns:1   the cluster's DNS server (tests/node/coredns)
+#   pando.test/gateway:1   Pando's egress gateway (gateway/): /usr/local/bin/pando, user 65532
+#   pando.test/server:1    the test server (tests/server/) as the entrypoint, with busybox
 #
-# Needs: log and die.
+# The last two are the project's own static binaries (x86_64-unknown-linux-musl), built offline.
+#
+# Needs: ROOT, log and die.
 
 # A root filesystem of busybox and its applets (a shell, wget, httpd, nc and tar among them).
 images_busybox_rootfs() { # images_busybox_rootfs DIR
@@ -85,6 +89,55 @@ images_make() {
     '{"config": {"Entrypoint": ["/coredns"], "Cmd": ["-conf", "/etc/coredns/Corefile"], "WorkingDir": "/"}}' \
     "$dir/coredns.tar"
   rm -rf "$dir/coredns-rootfs"
+}
+
+# The static target the node's own binaries are built for: no libc in the image to match.
+IMAGES_RUST_TARGET="x86_64-unknown-linux-musl"
+
+# images_build_pando OUT: builds the egress gateway (`pando`) and the test server
+# (`pando-test-server`) statically and copies them into OUT. Offline: scripts/setup fetched the
+# crates. Cargo's output goes to OUT/cargo-build.log.
+images_build_pando() {
+  local out="$1" target_dir
+  mkdir -p "$out"
+  target_dir="${CARGO_TARGET_DIR:-$ROOT/target}"
+  ! command -v rustup >/dev/null 2>&1 ||
+    (cd "$ROOT" && rustup target list --installed 2>/dev/null) | grep -qx "$IMAGES_RUST_TARGET" ||
+    die "the Rust target $IMAGES_RUST_TARGET is missing: run scripts/setup (or rustup target add $IMAGES_RUST_TARGET)"
+  (cd "$ROOT" && CARGO_NET_OFFLINE=true cargo build --release --locked --target "$IMAGES_RUST_TARGET" \
+    -p pando-gateway -p pando-test-server) >"$out/cargo-build.log" 2>&1 ||
+    die "building the gateway and the test server for $IMAGES_RUST_TARGET failed: $(tail -n 20 "$out/cargo-build.log")"
+  cp "$target_dir/$IMAGES_RUST_TARGET/release/pando" "$target_dir/$IMAGES_RUST_TARGET/release/pando-test-server" "$out/"
+}
+
+# images_make_pando DIR: builds the two binaries (images_build_pando) and writes
+# DIR/gateway.tar (pando.test/gateway:1) and DIR/server.tar (pando.test/server:1).
+images_make_pando() {
+  local dir="$1" bin
+  bin="$dir/pando-bin"
+  mkdir -p "$dir"
+  images_build_pando "$bin"
+  # The gateway runs as 65532 with a read-only root: nothing in it is written.
+  rm -rf "$dir/gateway-rootfs"
+  mkdir -p "$dir/gateway-rootfs/usr/local/bin" "$dir/gateway-rootfs/etc" "$dir/gateway-rootfs/tmp" \
+    "$dir/gateway-rootfs/proc" "$dir/gateway-rootfs/sys" "$dir/gateway-rootfs/dev"
+  cp "$bin/pando" "$dir/gateway-rootfs/usr/local/bin/pando"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n' \
+    >"$dir/gateway-rootfs/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' >"$dir/gateway-rootfs/etc/group"
+  chmod 1777 "$dir/gateway-rootfs/tmp"
+  images_build_layout "$dir/gateway-rootfs" "pando.test/gateway:1" \
+    '{"config": {"User": "65532:65532", "Env": ["PATH=/usr/local/bin"], "Entrypoint": ["/usr/local/bin/pando"], "Cmd": ["egress-gateway", "--listen", ":3128"], "ExposedPorts": {"3128/tcp": {}}, "WorkingDir": "/"}}' \
+    "$dir/gateway.tar"
+  rm -rf "$dir/gateway-rootfs" "$dir/server-rootfs"
+  # busybox beside it, so that a test can exec a shell into the server's container.
+  images_busybox_rootfs "$dir/server-rootfs"
+  mkdir -p "$dir/server-rootfs/usr/local/bin"
+  cp "$bin/pando-test-server" "$dir/server-rootfs/usr/local/bin/pando-test-server"
+  images_build_layout "$dir/server-rootfs" "pando.test/server:1" \
+    '{"config": {"Env": ["PATH=/usr/local/bin:/bin"], "Entrypoint": ["/usr/local/bin/pando-test-server"], "Cmd": ["--listen", "8080"], "WorkingDir": "/"}}' \
+    "$dir/server.tar"
+  rm -rf "$dir/server-rootfs" "$bin"
 }
 
 # images_import SOCKET DIR: imports every DIR/*.tar into containerd's `k8s.io` namespace.

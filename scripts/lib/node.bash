@@ -389,8 +389,9 @@ node_start() {
   PATH="$NODE_BIN:$PATH" start containerd "$NODE_BIN/containerd" --config "$NODE_DIR/containerd/config.toml"
   STARTED+=(containerd)
   wait_for "containerd" 60 containerd_answers
-  log "making and importing the node's images (busybox, pause, CoreDNS)"
+  log "making and importing the node's images (busybox, pause, CoreDNS, the gateway, the test server)"
   images_make "$NODE_DIR/images" "$NODE_BIN/coredns"
+  images_make_pando "$NODE_DIR/images"
   images_import "$NODE_DIR/containerd.sock" "$NODE_DIR/images"
 
   log "starting the kubelet of $NODE_NAME on $NODE_IP (tainted $NODE_TAINT_KEY, labelled $NODE_LABEL)"
