@@ -32,7 +32,7 @@ NODE_GLOBAL_SYSCTLS=(vm/overcommit_memory kernel/panic kernel/panic_on_oops)
 # Paths the node's parts use whatever they are told; removed at `down` when `up` made them.
 NODE_FIXED_PATHS=(/var/lib/kubelet /var/log/containers /var/lib/cni /run/containerd /run/nri)
 # The node's processes, in the order `down` stops them.
-NODE_COMPONENTS=(kube-router kube-proxy kubelet containerd)
+NODE_COMPONENTS=(local-path registry kube-router kube-proxy kubelet containerd)
 
 # One real node per machine: its fixed ports, paths and cgroups are the machine's.
 NODE_OWNER="/run/pando-test-node.owner"
@@ -235,6 +235,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor
     conf_dir = "$NODE_DIR/cni/net.d"
 
 [plugins.'io.containerd.cri.v1.images']
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    # The test registry's CA and scheme (scripts/lib/node-services.bash).
+    config_path = "$NODE_DIR/certs.d"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "pando.test/pause:1"
 
@@ -304,6 +307,9 @@ registerWithTaints:
 - {key: $NODE_TAINT_KEY, value: "true", effect: NoSchedule}
 maxPods: 40
 serializeImagePulls: false
+# An image pulled with a pod's credentials is pulled again, with its own, for a pod that brings
+# other credentials or none (O-41): a private image is not anyone's once it is on the node.
+imagePullCredentialsVerificationPolicy: NeverVerifyPreloadedImages
 protectKernelDefaults: false
 makeIPTablesUtilChains: true
 shutdownGracePeriod: 0s
@@ -385,6 +391,7 @@ node_start() {
   write_kubeconfig "$PKI/kube-router.kubeconfig" pando-test:kube-router "$PKI/kube-router.token"
   node_write_proxy_config
 
+  node_registry_hosts
   log "starting containerd (socket target/test-cluster/node/containerd.sock)"
   PATH="$NODE_BIN:$PATH" start containerd "$NODE_BIN/containerd" --config "$NODE_DIR/containerd/config.toml"
   STARTED+=(containerd)
@@ -393,6 +400,7 @@ node_start() {
   images_make "$NODE_DIR/images" "$NODE_BIN/coredns"
   images_make_pando "$NODE_DIR/images"
   images_import "$NODE_DIR/containerd.sock" "$NODE_DIR/images"
+  node_registry_start
 
   log "starting the kubelet of $NODE_NAME on $NODE_IP (tainted $NODE_TAINT_KEY, labelled $NODE_LABEL)"
   start kubelet "$STATE/bin/kubelet" --config="$NODE_DIR/kubelet.yaml" \
@@ -410,6 +418,7 @@ node_start() {
   STARTED+=(kube-router)
   wait_for "node $NODE_NAME Ready" 120 node_ready
   wait_for "CoreDNS in kube-system" 120 coredns_ready
+  node_local_path_start
   touch "$NODE_DIR/up"
 }
 

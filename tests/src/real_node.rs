@@ -232,3 +232,44 @@ pub async fn load_adapter() -> (pando_host::Adapter, pando_host::Host) {
     )
     .await
 }
+
+/// The test registry on the node's network (`scripts/lib/node-services.bash`): basic auth, the
+/// node's images under `pando/`, a user and password made at every `scripts/cluster up`.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Registry {
+    /// `198.18.0.1:5000`.
+    pub server: String,
+    /// The one user.
+    pub username: String,
+    /// Its password.
+    pub password: String,
+}
+
+impl Registry {
+    /// The running cluster's registry, from `target/test-cluster/registry.json`.
+    pub fn get() -> Registry {
+        let path = crate::cluster::state_dir().join("registry.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{} ({e}): the test cluster has no registry; restart it with the real node \
+                 (`scripts/cluster down && scripts/cluster up`)",
+                path.display()
+            )
+        });
+        serde_json::from_str(&text).expect("registry.json")
+    }
+
+    /// The busybox image, as the registry holds it.
+    pub fn busybox(&self) -> String {
+        format!("{}/pando/busybox:1", self.server)
+    }
+
+    /// Pull credentials for it, with `password`.
+    pub fn credential(&self, password: &str) -> pando_host::types::RegistryCredential {
+        pando_host::types::RegistryCredential {
+            registry: self.server.clone(),
+            username: self.username.clone(),
+            password: password.into(),
+        }
+    }
+}

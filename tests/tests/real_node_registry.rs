@@ -1,0 +1,91 @@
+//! O-41 on the real node: an app's image comes from the test registry, which asks for basic auth,
+//! and the kubelet pulls it with the pull Secret the adapter writes from the plan's credentials.
+//! The registry's images are never in the node's image store under their names before a test
+//! pulls them, and the kubelet verifies credentials for an image pulled with some
+//! (`imagePullCredentialsVerificationPolicy`), so each pull below is a real, authenticated one.
+
+use std::time::Duration;
+
+use pando_host::types::{BundlePlan, WorkloadPhase};
+use pando_tests::kubernetes_adapter::{admin, cleanup, ctx, id, wait_phase};
+use pando_tests::plans::{bundle, plan};
+use pando_tests::real_node::{self as node, Registry};
+
+fn registry_plan(app: &str, registry: &Registry, password: &str) -> BundlePlan {
+    let mut p = plan(app, &["web"]);
+    p.workloads[0].image = registry.busybox();
+    p.workloads[0].command = vec!["sleep".into(), "2147483647".into()];
+    p.pull_credentials = vec![registry.credential(password)];
+    p
+}
+
+#[tokio::test]
+async fn o41_apply_pulls_the_apps_image_from_the_registry_with_its_credentials() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let registry = Registry::get();
+    let (a, _h) = node::load_adapter().await;
+    let app = id("node-pull");
+    a.apply(&ctx(), &registry_plan(&app, &registry, &registry.password))
+        .await
+        .expect("apply");
+    let pod = wait_phase(&format!("pando-{app}"), "web", "Running").await;
+    let status = pod
+        .status
+        .and_then(|s| s.container_statuses)
+        .and_then(|c| c.into_iter().next())
+        .expect("the container's status");
+    assert_eq!(status.image, registry.busybox(), "the registry's image");
+    assert!(
+        status.image_id.contains("sha256:"),
+        "pulled, with a digest: {}",
+        status.image_id
+    );
+    cleanup(&a, &app).await;
+}
+
+#[tokio::test]
+async fn o41_a_wrong_password_is_a_pull_failure_in_words_and_the_corrected_one_is_used_next() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let registry = Registry::get();
+    let (a, _h) = node::load_adapter().await;
+    let app = id("node-pull-wrong");
+    a.apply(&ctx(), &registry_plan(&app, &registry, "not-the-password"))
+        .await
+        .expect("apply");
+    let deadline = tokio::time::Instant::now() + node::WAIT;
+    let reason = loop {
+        let observed = a.observe(&ctx(), &bundle(&app)).await.expect("observe");
+        let w = observed
+            .workloads
+            .iter()
+            .find(|w| w.name == "web")
+            .expect("the workload is observed");
+        assert_ne!(
+            w.phase,
+            WorkloadPhase::Running,
+            "a wrong password must not pull the image: {w:?}"
+        );
+        if w.reason.starts_with("ErrImagePull") || w.reason.starts_with("ImagePullBackOff") {
+            break w.reason.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no pull failure was observed; last: {w:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert!(
+        reason.contains(&registry.busybox()) || reason.contains("Back-off pulling image"),
+        "the failure names the image, in the kubelet's words: {reason}"
+    );
+
+    // The plan's password corrected: the next apply rewrites the pull Secret, and the kubelet's
+    // next attempt pulls with it.
+    a.apply(&ctx(), &registry_plan(&app, &registry, &registry.password))
+        .await
+        .expect("apply with the right password");
+    wait_phase(&format!("pando-{app}"), "web", "Running").await;
+    cleanup(&a, &app).await;
+}
