@@ -109,6 +109,14 @@ pub fn deployment(config: &Config, plan: &EdgePlan) -> Result<Deployment, Error>
             { "name": "https", "containerPort": plan.https_port, "protocol": "TCP" },
         ],
         "resources": res,
+        // Without a probe a pod is ready the moment its container starts,
+        // and observe would say serving for a server that crashes before it
+        // listens: ready means the HTTP port accepts connections.
+        "readinessProbe": {
+            "tcpSocket": { "port": "http" },
+            "periodSeconds": 2,
+            "failureThreshold": 1,
+        },
     });
     if !plan.command.is_empty() {
         container["command"] = json!(plan.command);
@@ -131,10 +139,14 @@ pub fn deployment(config: &Config, plan: &EdgePlan) -> Result<Deployment, Error>
             }],
         } },
     });
-    // The nodes Pando is given are the edge's too. The RuntimeClass is not
-    // used: it isolates untrusted apps, and the edge is Pando's own.
+    // The nodes Pando is given are the edge's too. `runtime_class` is not
+    // used: it isolates untrusted apps, and the edge is Pando's own; but a
+    // class of its own may carry the tolerations of tainted nodes.
     if !config.node_selector.is_empty() {
         spec["nodeSelector"] = json!(config.node_selector.labels());
+    }
+    if let Some(class) = &config.edge_runtime_class {
+        spec["runtimeClassName"] = json!(class);
     }
     typed(with_hash(json!({
         "apiVersion": "apps/v1",
@@ -253,16 +265,48 @@ mod tests {
         assert!(text.contains("preferredDuringScheduling"), "{text}");
         assert!(text.contains(HOSTNAME_KEY), "{text}");
         assert_eq!(pod.node_selector.unwrap()["pando.dev/pool"], "apps");
+        assert_eq!(pod.runtime_class_name, None, "not the apps' runtime class");
         let c = &pod.containers[0];
         assert_eq!(c.image.as_deref(), Some("registry.example.com/edge:1"));
         let ports: Vec<_> = c.ports.as_ref().unwrap().iter().collect();
         assert_eq!(ports[0].name.as_deref(), Some("http"));
         assert_eq!(ports[1].container_port, 8443);
         assert!(ports.iter().all(|p| p.host_port.is_none()));
+        let probe = c
+            .readiness_probe
+            .as_ref()
+            .and_then(|p| p.tcp_socket.as_ref());
+        assert_eq!(
+            serde_json::to_value(&probe.unwrap().port).unwrap(),
+            "http",
+            "ready means listening"
+        );
         assert_eq!(
             spec.template.metadata.unwrap().labels.unwrap()[EDGE_LABEL],
             "main"
         );
+    }
+
+    #[test]
+    fn r174_the_edge_runs_under_its_own_runtime_class_only() {
+        let c = config(r#","runtime_class":"gvisor","edge_runtime_class":"edge-nodes""#);
+        let pod = deployment(&c, &plan(None))
+            .unwrap()
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap();
+        assert_eq!(pod.runtime_class_name.as_deref(), Some("edge-nodes"));
+        let c = config(r#","runtime_class":"gvisor""#);
+        let pod = deployment(&c, &plan(None))
+            .unwrap()
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap();
+        assert_eq!(pod.runtime_class_name, None);
     }
 
     #[test]

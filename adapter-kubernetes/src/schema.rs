@@ -159,6 +159,15 @@ pub fn schema() -> Value {
                 "minimum": 1,
                 "maximum": i32::MAX,
             },
+            "edge_runtime_class": {
+                "type": ["string", "null"],
+                "description": "The RuntimeClass the edge's pods run under, for the nodes \
+                    and tolerations it schedules them with (nodes given to Pando may be \
+                    tainted). Separate from `runtime_class`, which isolates apps. Unset is \
+                    none.",
+                "default": null,
+                "maxLength": 253,
+            },
             "edge_service_type": {
                 "type": ["string", "null"],
                 "description": "The type of the edge's Service, the only one Pando exposes \

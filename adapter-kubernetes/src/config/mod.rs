@@ -99,6 +99,11 @@ pub struct Config {
     pub edge_namespace: String,
     /// The edge's replicas when its plan names none.
     pub edge_replicas: u32,
+    /// The RuntimeClass the edge's pods run under, for its scheduling (the
+    /// class's node selector and tolerations: nodes Pando is given may be
+    /// tainted); `None` is none. Apart from `runtime_class`: that one
+    /// isolates untrusted apps, and the edge is Pando's own.
+    pub edge_runtime_class: Option<String>,
     /// The type of the edge's Service, the only one Pando exposes.
     pub edge_service_type: EdgeServiceType,
     /// The node port of the edge's HTTP port, when fixed.
@@ -133,6 +138,7 @@ struct RawConfig {
     helper_image: Option<Value>,
     edge_namespace: Option<Value>,
     edge_replicas: Option<Value>,
+    edge_runtime_class: Option<Value>,
     edge_service_type: Option<Value>,
     edge_http_node_port: Option<Value>,
     edge_https_node_port: Option<Value>,
@@ -230,6 +236,11 @@ impl Config {
             None => DEFAULT_EDGE_REPLICAS,
         };
 
+        let edge_runtime_class = string("edge_runtime_class", raw.edge_runtime_class)?;
+        if let Some(class) = &edge_runtime_class {
+            check("edge_runtime_class", class, names::check_dns_subdomain)?;
+        }
+
         let edge_service_type = match string("edge_service_type", raw.edge_service_type)? {
             Some(text) => EdgeServiceType::parse(&text).ok_or_else(|| {
                 invalid_field(
@@ -278,6 +289,7 @@ impl Config {
             helper_image,
             edge_namespace,
             edge_replicas,
+            edge_runtime_class,
             edge_service_type,
             edge_http_node_port,
             edge_https_node_port,

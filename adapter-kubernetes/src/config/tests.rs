@@ -81,6 +81,7 @@ fn every_field_set() {
             "helper_image": "busybox:1.37",
             "edge_namespace": "edge",
             "edge_replicas": 3,
+            "edge_runtime_class": "edge-nodes",
             "edge_service_type": "NodePort",
             "edge_http_node_port": 30080,
             "edge_https_node_port": 30443,
@@ -90,6 +91,7 @@ fn every_field_set() {
     )
     .unwrap();
     assert_eq!(c.pod_cidr.to_string(), "fd00:10:244::/56");
+    assert_eq!(c.edge_runtime_class.as_deref(), Some("edge-nodes"));
     assert_eq!(c.api_server_cidr.unwrap().to_string(), "172.18.0.2/32");
     assert_eq!(
         c.node_selector
