@@ -385,3 +385,24 @@ pub fn requests(mark: usize, ns: &str) -> Vec<Request> {
         .filter(|r| r.namespace == ns || r.name == ns)
         .collect()
 }
+
+/// Holds the edge namespace (`pando-edge`) for one test at a time across test binaries
+/// (`adapter_kubernetes_edge`, `real_node_edge`): an edge removed by one would otherwise take
+/// the namespace from under another's, and "the namespace goes with the last edge" would see
+/// the other's edge. An exclusive lock on a file of the cluster's state, released on drop.
+pub async fn edge_namespace_lock() -> std::fs::File {
+    let path = cluster::state_dir().join("edge-namespace.lock");
+    tokio::task::spawn_blocking(move || {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("opening {}: {e}", path.display()));
+        file.lock()
+            .unwrap_or_else(|e| panic!("locking {}: {e}", path.display()));
+        file
+    })
+    .await
+    .expect("the lock's task")
+}

@@ -5,8 +5,8 @@
 //!
 //! Every edge lives in the one edge namespace, which goes with the last
 //! edge: the tests here take [`SERIAL`] so that one test's removal does not
-//! delete the namespace under another's edge. No other test binary makes
-//! edges.
+//! delete the namespace under another's edge; `real_node_edge` makes edges
+//! too, and both take [`ka::edge_namespace_lock`] across processes.
 
 use std::time::Duration;
 
@@ -146,6 +146,7 @@ async fn namespace_going() -> bool {
 #[tokio::test]
 async fn r174_apply_edge_makes_a_spread_deployment_a_budget_and_a_load_balancer() {
     let _serial = SERIAL.lock().await;
+    let _edge = ka::edge_namespace_lock().await;
     let (a, _h) = ka::load().await;
     let name = edge_name("edge-lb");
     let object = format!("pando-edge-{name}");
@@ -305,6 +306,7 @@ async fn r174_apply_edge_makes_a_spread_deployment_a_budget_and_a_load_balancer(
 #[tokio::test]
 async fn r174_replicas_sharing_a_node_are_a_warning_and_node_ports_serve() {
     let _serial = SERIAL.lock().await;
+    let _edge = ka::edge_namespace_lock().await;
     // The scheduler spreads replicas; a node selector only one node matches
     // forces them together.
     let config = CONFIG.replace(
@@ -343,6 +345,7 @@ async fn r174_replicas_sharing_a_node_are_a_warning_and_node_ports_serve() {
 #[tokio::test]
 async fn r174_the_namespace_stays_until_the_last_edge_goes() {
     let _serial = SERIAL.lock().await;
+    let _edge = ka::edge_namespace_lock().await;
     let (a, _h) = ka::load().await;
     let first = edge_name("edge-one");
     let second = edge_name("edge-two");
