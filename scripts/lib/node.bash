@@ -129,12 +129,14 @@ node_network() {
 }
 
 # "The outside": a test host in a network namespace of its own, linked to the cluster's namespace
-# by a veth pair (198.18.1.1 there, 198.18.1.2 here), serving HTTP on port 80 with its name. It
-# stands in for the internet, which nothing here may reach; CoreDNS names it
-# allowed.outside.test and denied.outside.test. It is outside the pod range, so that a policy
-# that excludes the cluster's ranges still admits it.
+# by a veth pair (198.18.1.1/29 there, 198.18.1.2 and .3 here), serving HTTP on port 80. It
+# stands in for the internet, which nothing here may reach; CoreDNS names its addresses
+# allowed.outside.test (.2) and denied.outside.test (.3). It is outside the pod range, so that a
+# policy that excludes the cluster's ranges still admits it.
 OUTSIDE_NETNS="$NETNS_NAME-out"
 OUTSIDE_IP="198.18.1.2"
+# Its second address: `denied.outside.test`, so that an address rule can tell the two apart.
+OUTSIDE_IP2="198.18.1.3"
 OUTSIDE_GATEWAY="198.18.1.1"
 node_outside_up() {
   ip netns del "$OUTSIDE_NETNS" 2>/dev/null || true
@@ -142,9 +144,10 @@ node_outside_up() {
   ip -n "$OUTSIDE_NETNS" link set lo up
   ns ip link add pando-out type veth peer name eth0 netns "$OUTSIDE_NETNS" ||
     die "could not link the outside host to the cluster's namespace"
-  ns ip addr add "$OUTSIDE_GATEWAY/30" dev pando-out
+  ns ip addr add "$OUTSIDE_GATEWAY/29" dev pando-out
   ns ip link set pando-out up
-  ip -n "$OUTSIDE_NETNS" addr add "$OUTSIDE_IP/30" dev eth0
+  ip -n "$OUTSIDE_NETNS" addr add "$OUTSIDE_IP/29" dev eth0
+  ip -n "$OUTSIDE_NETNS" addr add "$OUTSIDE_IP2/29" dev eth0
   ip -n "$OUTSIDE_NETNS" link set eth0 up
   ip -n "$OUTSIDE_NETNS" route add 198.18.0.0/15 via "$OUTSIDE_GATEWAY"
   mkdir -p "$NODE_DIR/outside-www"

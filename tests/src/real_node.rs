@@ -164,9 +164,12 @@ pub async fn reaches(client: &Client, ns: &str, from: &str, url: &str) -> bool {
 }
 
 /// "The outside" (`scripts/lib/node.bash`): a test host in a network namespace of its own, linked
-/// to the node's network, serving HTTP on port 80; CoreDNS names it `allowed.outside.test` and
-/// `denied.outside.test`. It stands in for the internet.
+/// to the node's network, serving HTTP on port 80 on two addresses; CoreDNS names the first
+/// `allowed.outside.test` and the second `denied.outside.test`. It stands in for the internet.
 pub const OUTSIDE_IP: &str = "198.18.1.2";
+
+/// The outside host's second address, `denied.outside.test`.
+pub const OUTSIDE_IP2: &str = "198.18.1.3";
 
 /// Whether `from` (a pod in `ns`) opens a TCP connection to `host:port` within 3 s.
 pub async fn connects(client: &Client, ns: &str, from: &str, host: &str, port: u16) -> bool {
