@@ -92,6 +92,11 @@ impl HelperPod {
             }]);
         }
         spec["containers"] = json!([container]);
+        // The app's runtime class: a helper handles the app's data, and the class's scheduling
+        // is what lets it onto the nodes the app's pods run on (a tainted pool's toleration).
+        if let Some(class) = &config.runtime_class {
+            spec["runtimeClassName"] = json!(class);
+        }
         if let Some(node) = node {
             // Through the scheduler, not `nodeName`: the host's object policy refuses a pod that
             // names its node (it would skip admission of its placement), and so may the cluster.

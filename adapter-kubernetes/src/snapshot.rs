@@ -19,10 +19,13 @@
 //! rewriting files under a running process is how data is corrupted; stop
 //! the app first.
 //!
-//! The end of the archive is found by tar itself, not by the end of the
-//! command's stdin: closing stdin through the API server needs the v5
-//! streaming protocol on every hop, and older API servers, and KWOK's
-//! kubelet stand-in, never pass it on.
+//! The end of the archive is found by tar itself and by the end of the
+//! command's stdin, which the host closes when the stream is dropped: GNU
+//! tar stops at the end-of-archive marker, busybox's reads on to the end of
+//! its input. Closing stdin through the API server needs the v5 streaming
+//! protocol on every hop; KWOK's kubelet stand-in never passes it on, a
+//! real kubelet does. A restore waits for pods that a `stop` is still
+//! ending to let go of the volume; one a workload still runs is refused.
 
 use pando_adapter_sdk::error::{self, ErrorExt};
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -143,15 +146,19 @@ pub fn restore_volume(
     from: &InputStream,
 ) -> Result<(), Error> {
     let (ns, claim, pods) = locate(volume)?;
-    if let Some(user) = pods
+    let users: Vec<&Pod> = pods
         .iter()
         .filter(|p| !crate::apply::has_exited(p) && helper::mounts_claim(p, &claim))
-        .find(|p| {
+        .filter(|p| {
             !p.metadata
                 .labels
                 .as_ref()
                 .is_some_and(|l| l.contains_key(helper::HELPER_LABEL))
         })
+        .collect();
+    if let Some(user) = users
+        .iter()
+        .find(|p| p.metadata.deletion_timestamp.is_none())
     {
         return Err(Error::Conflict(format!(
             "volume `{claim}` of app `{}` is in use by pod `{ns}/{}`: restoring under a running \
@@ -159,6 +166,17 @@ pub fn restore_volume(
             volume.bundle,
             user.metadata.name.as_deref().unwrap_or_default()
         )));
+    }
+    // Pods being deleted (a `stop` just returned: their containers are still ending) will
+    // let go of the volume: wait for them rather than send the caller back.
+    let api = Api::<Pod>::namespaced(&ns);
+    for user in users {
+        let name = user.metadata.name.as_deref().unwrap_or_default();
+        crate::apply::wait_gone(&api, name).map_err(|e| {
+            e.context(&format!(
+                "restore of volume `{ns}/{claim}`: waiting for its stopped user `{name}`"
+            ))
+        })?;
     }
     let path = mount_path(&ns, &claim);
     let pod = HelperPod::start(

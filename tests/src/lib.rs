@@ -10,6 +10,9 @@ pub mod net;
 /// The real node beside KWOK: containers, a pod network, NetworkPolicy enforced.
 pub mod real_node;
 
+/// A directory's contents, for byte-for-byte comparisons.
+pub mod files;
+
 /// The wasm components the tests load.
 pub mod components;
 

@@ -9,7 +9,6 @@
 //! `target/test-cluster/helper-root/pando-volumes/<ns>/<claim>` here. The
 //! scripts that run are the adapter's own.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -19,6 +18,7 @@ use kube::Api;
 use pando_host::CallError;
 use pando_host::types::{Error as AdapterError, VolumeHandle};
 use pando_tests::cluster;
+use pando_tests::files::tree;
 use pando_tests::kubernetes_adapter::{self as ka, admin, cleanup, ctx, id, with_volume};
 use pando_tests::plans::{bundle, plan};
 use tokio::io::{AsyncRead, ReadBuf};
@@ -29,30 +29,6 @@ fn volume_dir(ns: &str, claim: &str) -> PathBuf {
         .join("helper-root/pando-volumes")
         .join(ns)
         .join(claim)
-}
-
-/// Every file and directory under `root`, relative, with its bytes (none
-/// for a directory).
-fn tree(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("reading a directory") {
-            let path = entry.expect("an entry").path();
-            let rel = path
-                .strip_prefix(root)
-                .expect("under root")
-                .to_string_lossy()
-                .into_owned();
-            if path.is_dir() {
-                out.insert(rel, None);
-                stack.push(path);
-            } else {
-                out.insert(rel, Some(std::fs::read(&path).expect("reading a file")));
-            }
-        }
-    }
-    out
 }
 
 fn fill(dir: &Path) {

@@ -198,6 +198,39 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Cut<T> {
     }
 }
 
+/// Shuts the exec's stdin down when the guest drops it. kube-rs hands out
+/// one half of a split pipe, and the halves share it: dropping the writer
+/// leaves the pipe open, so the session never sends stdin's close and a
+/// command that reads to the end of its input (busybox's `tar -x` drains
+/// past the end-of-archive marker) waits for ever. A split pipe's shutdown
+/// is immediate, so one poll in `drop` is enough.
+struct CloseOnDrop<W: AsyncWrite + Unpin>(W);
+
+impl<W: AsyncWrite + Unpin> Drop for CloseOnDrop<W> {
+    fn drop(&mut self) {
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        let _ = Pin::new(&mut self.0).poll_shutdown(&mut cx);
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for CloseOnDrop<W> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+    }
+}
+
 /// The exit code from the final `Status` of an exec: `Success` is 0; a
 /// non-zero exit is a `Failure` whose cause `ExitCode` carries the number.
 fn exit_code(
@@ -330,7 +363,10 @@ impl KubeContext {
             ended_tx.send_replace(Some(outcome));
         });
         let stdin = process.stdin().map(|w| {
-            Box::new(AsyncWriteStream::new(64 << 10, Cut::new(w, &ended))) as DynOutputStream
+            Box::new(AsyncWriteStream::new(
+                64 << 10,
+                Cut::new(CloseOnDrop(w), &ended),
+            )) as DynOutputStream
         });
         let stdout = process
             .stdout()
@@ -402,6 +438,27 @@ mod tests {
         out.read_to_end(&mut got).await.expect("a clean end");
         assert_eq!(got, b"all of it");
         finish.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn dropping_stdin_ends_the_pipe_kube_rs_reads_it_from() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // kube-rs's stdin is a split half: dropped alone, it would leave the
+        // reader waiting for ever.
+        let (reader, writer) = tokio::io::simplex(1024);
+        let mut stdin = CloseOnDrop(writer);
+        stdin.write_all(b"the archive").await.unwrap();
+        drop(stdin);
+        let mut reader = reader;
+        let mut got = Vec::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            reader.read_to_end(&mut got),
+        )
+        .await
+        .expect("the reader sees the end")
+        .unwrap();
+        assert_eq!(got, b"the archive");
     }
 
     #[test]
