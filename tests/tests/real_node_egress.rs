@@ -24,8 +24,6 @@ const GATEWAY_CONFIG: &str = r#"{"pod_cidr": "198.18.0.0/24", "service_cidr": "1
 const GATEWAY: &str = "pando-egress-gateway";
 const ALLOWED: &str = "allowed.outside.test";
 const DENIED: &str = "denied.outside.test";
-/// `denied.outside.test`'s address, the outside host's second one (`scripts/lib/node.bash`).
-const DENIED_IP: &str = "198.18.1.3";
 
 /// Serves `ok` on port 8080 until killed.
 const SERVE: &str =
@@ -171,7 +169,7 @@ async fn r187_r025_a_cidr_rule_lets_out_to_that_address_and_nowhere_else() {
     on_the_node(&ns, "client").await;
     let (control_ns, control_ip, service_ip) = control(&admin, "node-cidr-control").await;
     let allowed_url = format!("http://{}/", node::OUTSIDE_IP);
-    let denied_url = format!("http://{}/", DENIED_IP);
+    let denied_url = format!("http://{}/", node::OUTSIDE_IP2);
     let pod_url = format!("http://{control_ip}:8080/");
     let service_url = format!("http://{service_ip}/");
     let api = node::KUBERNETES_SERVICE;
@@ -279,14 +277,14 @@ async fn r187_a_host_rule_goes_out_through_the_gateway_and_only_there() {
     for url in [
         format!("http://{ALLOWED}/"),
         format!("http://{}/", node::OUTSIDE_IP),
-        format!("http://{}/", DENIED_IP),
+        format!("http://{}/", node::OUTSIDE_IP2),
     ] {
         assert!(
             !reaches_directly(&admin, &ns, "client", &url).await,
             "R-187: a direct connection to {url}, past the gateway, is refused"
         );
     }
-    for ip in [node::OUTSIDE_IP, DENIED_IP] {
+    for ip in [node::OUTSIDE_IP, node::OUTSIDE_IP2] {
         assert!(
             !node::connects(&admin, &ns, "client", ip, 80).await,
             "R-187: nc to {ip}:80 is refused"
