@@ -27,6 +27,10 @@ pub const RUNTIME_CLASS: &str = "pando-real-node";
 /// busybox-static and imported into the node's containerd.
 pub const BUSYBOX: &str = "pando.test/busybox:1";
 
+/// The project's test server (`tests/server`) at `/usr/local/bin/pando-test-server`, with
+/// busybox beside it: `--listen PORT` answers HTTP with its identity.
+pub const TEST_SERVER: &str = "pando.test/server:1";
+
 /// The pod subnet of the node's bridge.
 pub const POD_SUBNET: &str = "198.18.0.0/24";
 

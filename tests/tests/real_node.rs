@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
-use pando_host::types::{ExecRequest, LogOptions};
+use pando_host::types::{ExecRequest, LogOptions, RunRequest};
 use pando_tests::cluster;
 use pando_tests::kubernetes_adapter::{self as ka, admin, cleanup, ctx, id, wait_phase};
 use pando_tests::net::Ipv4Net;
@@ -132,6 +132,43 @@ async fn r084_exec_runs_in_the_container_not_on_this_machine() {
         vec![pod_name.as_str(), "in-the-image", "not-here"],
         "the command ran in the container: its hostname, its files, not this machine's"
     );
+
+    // R-423: `run` too, to completion, its stdout streamed and a failure explained.
+    let (writer, mut reader) = tokio::io::duplex(1 << 16);
+    let script = format!(
+        "hostname; cat /tmp/marker; test -e '{}' && echo this-machine || echo not-here; \
+         echo from-the-container >&2; exit 4",
+        repo.display()
+    );
+    let failed = a
+        .run(
+            &ctx(),
+            &wref(&app, "web"),
+            &RunRequest {
+                command: vec!["sh".into(), "-c".into(), script],
+                env: vec![],
+            },
+            writer,
+        )
+        .await;
+    let mut out = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut reader, &mut out)
+        .await
+        .expect("run's stdout");
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        vec![pod_name.as_str(), "in-the-image", "not-here"],
+        "run ran in the container (R-423)"
+    );
+    match failed {
+        Err(pando_host::CallError::Adapter(pando_host::types::Error::CommandFailed(f))) => {
+            assert_eq!(
+                (f.exit_code, f.stderr.as_str()),
+                (4, "from-the-container\n")
+            );
+        }
+        other => panic!("exit 4 is command-failed with its stderr: {other:?}"),
+    }
     cleanup(&a, &app).await;
 }
 
@@ -428,14 +465,15 @@ async fn r097_a_trial_reports_exactly_its_listening_sockets_and_is_unreachable()
     node::require(&admin).await;
     let (a, _h) = node::load_adapter().await;
     let app = id("node-trial");
+    // The project's test server (`tests/server`), listening on exactly two ports.
     let mut workload = pando_tests::plans::workload("web");
-    workload.image = BUSYBOX.into();
+    workload.image = node::TEST_SERVER.into();
     workload.command = vec![
-        "sh".into(),
-        "-c".into(),
-        "mkdir -p /tmp/w && echo trial > /tmp/w/index.html && httpd -p 8080 -h /tmp/w && \
-         exec nc -l -p 9090"
-            .into(),
+        "/usr/local/bin/pando-test-server".into(),
+        "--listen".into(),
+        "8080".into(),
+        "--listen".into(),
+        "9090".into(),
     ];
     let req = TrialRequest {
         bundle: app.clone(),
