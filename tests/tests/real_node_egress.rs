@@ -32,11 +32,12 @@ const SLEEP: &str = "exec sleep 2147483647";
 
 /// Sends a plain proxy request for `http://HOST/` to the proxy the adapter named in
 /// `$http_proxy`, with busybox's `nc`, and prints the whole answer: `wget` hides a 403's body,
-/// and the body is the gateway's reason.
+/// and the body is the gateway's reason. Its input stays open a moment: busybox's `nc` may
+/// quit at the end of its input before the answer has arrived.
 fn raw_proxy_get(host: &str) -> String {
     format!(
         "p=${{http_proxy#http://}}; \
-         printf 'GET http://{host}/ HTTP/1.1\\r\\nHost: {host}\\r\\n\\r\\n' | \
+         {{ printf 'GET http://{host}/ HTTP/1.1\\r\\nHost: {host}\\r\\n\\r\\n'; sleep 3; }} | \
          timeout 5 nc \"${{p%:*}}\" \"${{p##*:}}\" 2>&1"
     )
 }
