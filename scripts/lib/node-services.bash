@@ -3,7 +3,7 @@
 #
 #   the registry      distribution's `registry` on https://198.18.0.1:5000 (the node's bridge
 #                     address, the API server's certificate), basic auth from an htpasswd file,
-#                     holding the test images under pando/ (O-41: an app's image is pulled with
+#                     holding busybox under pando/, an image of its own (O-41: an app's image is pulled with
 #                     its pull Secret; a wrong password is a pull failure)
 #   local-path        rancher's local-path-provisioner, out of cluster with the admin's
 #                     kubeconfig: StorageClass `pando-local` makes a directory under the node's
@@ -100,9 +100,16 @@ YAML
   wait_for "the registry" 60 registry_answers
   # Pushed from a namespace of containerd's own, then removed there: the node's k8s.io
   # namespace never has these names, so the kubelet pulls them, with the pod's credentials.
+  # Each is its own image, not the node's under a second name: the kubelet remembers which
+  # credentials pulled an image id, and would then verify (pull again) the node's preloaded
+  # copy for every pod without them, from a registry that does not exist.
+  images_busybox_rootfs "$dir/rootfs"
   for image in "${REGISTRY_IMAGES[@]}"; do
+    images_build_layout "$dir/rootfs" "pando.test/$image:1" \
+      '{"config": {"Env": ["PATH=/bin"], "Cmd": ["/bin/sh"], "WorkingDir": "/", "Labels": {"pando.test/from": "the test registry"}}}' \
+      "$dir/$image.tar"
     ns "$NODE_BIN/ctr" --address "$NODE_DIR/containerd.sock" -n pando-push images import \
-      --no-unpack "$NODE_DIR/images/$image.tar" >/dev/null
+      --no-unpack "$dir/$image.tar" >/dev/null
     ns "$NODE_BIN/ctr" --address "$NODE_DIR/containerd.sock" -n pando-push images tag --force \
       "pando.test/$image:1" "$REGISTRY_ADDR/pando/$image:1" >/dev/null
     ns "$NODE_BIN/ctr" --address "$NODE_DIR/containerd.sock" -n pando-push images push \
@@ -112,6 +119,7 @@ YAML
     ns "$NODE_BIN/ctr" --address "$NODE_DIR/containerd.sock" -n pando-push images rm \
       "pando.test/$image:1" "$REGISTRY_ADDR/pando/$image:1" >/dev/null
   done
+  rm -rf "$dir/rootfs"
 }
 
 local_path_ready() {
