@@ -31,6 +31,12 @@ pub(crate) struct Instance {
     calls: u64,
     /// Set when the instance must not serve another call.
     pub(crate) poisoned: bool,
+    /// Set while a call runs on the store, cleared only when that call's
+    /// future completes. A future dropped mid-call (core's
+    /// `tokio::time::timeout` around a call) leaves it set: wasmtime then
+    /// holds the store mid-call, with guest state half-changed, so the
+    /// lease discards the instance instead of pooling it.
+    pub(crate) in_call: bool,
 }
 
 /// What every new instance is made from.
@@ -160,6 +166,7 @@ impl Instance {
             bindings,
             calls: 0,
             poisoned: false,
+            in_call: false,
         }
     }
 }
@@ -355,7 +362,17 @@ impl Drop for Lease {
             return;
         };
         let limits = &self.pool.factory.limits;
-        if !self.reusable || inst.poisoned || inst.calls >= limits.max_calls_per_instance {
+        if !self.reusable
+            || inst.poisoned
+            || inst.in_call
+            || inst.calls >= limits.max_calls_per_instance
+        {
+            if inst.in_call {
+                tracing::debug!(
+                    adapter = %self.pool.factory.identity.name,
+                    "a call's future was dropped mid-call; its instance is discarded"
+                );
+            }
             return;
         }
         let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());

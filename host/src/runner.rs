@@ -5,6 +5,9 @@
 //! while the guest waits in a host import) and the epoch hook (the same,
 //! while the guest computes and never enters the host). Either way the
 //! store may be mid-call, so its instance is poisoned and never reused.
+//! A third is not ours: the caller dropping the call's future. Nothing runs
+//! then, so the instance is marked in-call before the call and unmarked
+//! after it, and a lease that ends with the mark set discards it.
 
 use std::time::{Duration, Instant};
 
@@ -80,6 +83,9 @@ pub(crate) async fn run_timed<R>(
     cancel: &CancellationToken,
     f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, AdapterError>>,
 ) -> Result<R, CallError> {
+    // Cleared below only if this future runs to completion: dropped before
+    // that, the instance is left marked and its lease discards it.
+    inst.in_call = true;
     let Instance {
         store, bindings, ..
     } = inst;
@@ -94,6 +100,7 @@ pub(crate) async fn run_timed<R>(
         async |s: &mut Store<HostState>| f(guest, s).await,
     )
     .await;
+    inst.in_call = false;
     match result {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(CallError::Adapter(e)),

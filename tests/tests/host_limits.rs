@@ -252,3 +252,35 @@ async fn a_healthy_adapter_beside_a_crashing_one_is_unharmed() {
     }
     crashing.await.expect("join");
 }
+
+/// Core's `tokio::time::timeout` around a call drops the call's future, and
+/// wasmtime leaves the store mid-call: that instance must not serve again.
+#[tokio::test]
+async fn a_dropped_call_future_discards_its_instance() {
+    let (a, _c) = adapter().await;
+    assert_eq!(count(&a).await, 1);
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(200),
+        a.apply(&ctx(), &plan("sleep-5000", &[])),
+    )
+    .await;
+    assert!(
+        dropped.is_err(),
+        "the call was cut, not finished: {dropped:?}"
+    );
+    assert_eq!(
+        a.idle_instances(),
+        0,
+        "the cut instance went back to the pool"
+    );
+    assert_eq!(count(&a).await, 1, "a fresh instance serves the next call");
+    // The same cut while the guest computes, never entering the host.
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(200),
+        a.apply(&ctx(), &plan("loop", &[])),
+    )
+    .await;
+    assert!(dropped.is_err(), "{dropped:?}");
+    assert_eq!(count(&a).await, 1, "a fresh instance after a cut loop too");
+    assert_eq!(count(&a).await, 2, "and that one is reused");
+}
