@@ -22,6 +22,9 @@ pub mod plans;
 /// The kube-probe adapter against the test cluster.
 pub mod probe;
 
+/// The test process's memory and descriptors, for bounds.
+pub mod memory;
+
 /// The Kubernetes adapter against the test cluster.
 pub mod kubernetes_adapter;
 

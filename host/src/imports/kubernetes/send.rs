@@ -22,7 +22,7 @@ use http_body_util::BodyExt;
 
 use super::audit::Audit;
 use super::writes::Policed;
-use super::{KubeContext, MAX_RESPONSE_BYTES};
+use super::{KubeContext, MAX_RESPONSE_BYTES, denial_message};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ContentType, Method, Request, Response,
 };
@@ -103,10 +103,33 @@ pub(crate) fn uri(path: &str, query: &[(String, String)]) -> String {
     format!("{path}?{}", q.finish())
 }
 
-/// The name an object body gives itself, for grants on creates.
+/// The name an object body gives itself, for grants on creates. Only
+/// `metadata.name` is kept: serde skips every other field without building
+/// it, so a body costs no tree of values, whatever its shape.
 pub(crate) fn body_name(body: Option<&[u8]>) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_slice(body?).ok()?;
-    v.get("metadata")?.get("name")?.as_str().map(str::to_string)
+    #[derive(serde::Deserialize)]
+    struct Object {
+        metadata: Option<Metadata>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        name: Option<String>,
+    }
+    let object: Object = serde_json::from_slice(body?).ok()?;
+    object.metadata?.name
+}
+
+/// Refuses a body over `cap` bytes, saying how to raise the cap.
+pub(crate) fn check_body(body: Option<&[u8]>, cap: u64) -> Result<(), ApiError> {
+    match body {
+        Some(body) if body.len() as u64 > cap => Err(ApiError::TooLarge(format!(
+            "the request body is {} bytes, over this adapter's cap of {cap} bytes; nothing was \
+             sent (raise `kubernetes.max_body_bytes` in the adapter's grants if it really \
+             writes objects this large)",
+            body.len()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 impl KubeContext {
@@ -121,6 +144,13 @@ impl KubeContext {
         let path = req.path.clone();
         let audit = Audit::start(adapter, "send", &path);
         let (pm, _) = method(req.method);
+        // The cap before anything reads the body (the name of a create, the
+        // object rules): an oversized body costs the host nothing more than
+        // the copy wasmtime made of the guest's argument.
+        if let Err(e) = check_body(req.body.as_deref(), self.max_body) {
+            audit.denied(None, &denial_message(&e));
+            return Err(e);
+        }
         // Only a create is matched by its body's name.
         let name = match req.method {
             Method::Post => body_name(req.body.as_deref()),
@@ -146,18 +176,6 @@ impl KubeContext {
                     target.grant_spelling()
                 ));
             }
-        }
-        if let Some(body) = &req.body
-            && body.len() as u64 > self.max_body
-        {
-            let msg = format!(
-                "the request body is {} bytes, over this adapter's cap of {} bytes \
-                 (grants: kubernetes.max_body_bytes)",
-                body.len(),
-                self.max_body
-            );
-            audit.denied(Some(&parsed), &msg);
-            return Err(ApiError::TooLarge(msg));
         }
         if let (Some(cache), ApiRequest::Resource { verb, target }) = (&self.cache, &parsed)
             && let Some(hit) = cache.answer(*verb, target, &req.query)
@@ -320,6 +338,28 @@ mod tests {
         assert_eq!(by, now + Duration::from_millis(300));
         // None left: at once.
         assert_eq!(answer_by(Some(now), now), Some(now));
+    }
+
+    #[test]
+    fn the_body_cap_names_itself_and_how_to_raise_it() {
+        assert!(check_body(None, 0).is_ok());
+        assert!(check_body(Some(b"12345"), 5).is_ok());
+        match check_body(Some(b"123456"), 5) {
+            Err(ApiError::TooLarge(m)) => {
+                assert!(m.contains("6 bytes") && m.contains("cap of 5 bytes"), "{m}");
+                assert!(m.contains("kubernetes.max_body_bytes"), "{m}");
+            }
+            other => panic!("expected too-large, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_create_is_named_by_its_metadata_whatever_else_the_body_holds() {
+        let body = br#"{"kind":"ConfigMap","data":[[1,2],{"a":null}],"metadata":{"labels":{"x":"y"},"name":"web"}}"#;
+        assert_eq!(body_name(Some(body)).as_deref(), Some("web"));
+        assert_eq!(body_name(Some(br#"{"metadata":{}}"#)), None);
+        assert_eq!(body_name(Some(b"not json")), None);
+        assert_eq!(body_name(None), None);
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //! | `pv:<name>` | get PersistentVolume `<name>` | its name |
 //! | `raw:<method>:<path>` | raw `send` of `<method>` (`get`, `post`, `put`, `patch`, `delete`) to `<path>` as given, no body; a non-2xx answer is an error | the status |
 //! | `body:<method>:<type>:<path>` + newline + body | raw `send` of `<method>` to `<path>` with the rest of `plan.id` (after the first newline) as the body, sent as `<type>` (`json`, `merge`, `strategic`, `apply` (as field manager `kube-probe`, forced), `json-patch`); a non-2xx answer is an error | the status, `:`, the response body |
+//! | `huge-body:<bytes>` | raw `POST` of a ConfigMap to `pando-probe` whose body is `<bytes>` bytes of JSON (one string value), built in place; the host's error, if any, is reported, not raised | `<status>` on an answer; `too-large:<message>` (or `error:<message>` for any other error) when the host refused it |
 //! | `create-ns:<name>` | create namespace `<name>` | its name |
 //! | `flood:<n>` | `n` GETs of `/api/v1/namespaces/default` (stopping early on timeout or cancellation) | how many succeeded |
 //! | `big-body:<bytes>` | create a ConfigMap (`generateName: big-body-`) in `pando-probe` with one data value of `<bytes>` bytes | its name |
@@ -289,6 +290,7 @@ fn operation(id: &str) -> Result<String, Error> {
                 .create(&PostParams::default(), &config_map)?;
             Ok(created.metadata.name.unwrap_or_default())
         }
+        "huge-body" => huge_body(arg),
         "watch" => watch(arg),
         other => Err(error::invalid(format!("plan.id: no operation {other:?}"))),
     }
@@ -327,6 +329,30 @@ fn watch(arg: &str) -> Result<String, Error> {
             Err(WatchEnd::Failed(e)) => return Err(e.into()),
         }
     }
+}
+
+/// `huge-body:<bytes>`: a body of that size, built once in the guest's
+/// memory (no serialization copy), sent raw; the host's refusal reported
+/// by variant, so a test can tell `too-large` from any other error.
+fn huge_body(arg: &str) -> Result<String, Error> {
+    let bytes: usize = arg
+        .parse()
+        .map_err(|_| error::invalid(format!("plan.id: {arg:?} is not a size")))?;
+    const HEAD: &[u8] = br#"{"metadata":{"name":"huge-body"},"data":{"big":""#;
+    const TAIL: &[u8] = br#""}}"#;
+    let fill = bytes.saturating_sub(HEAD.len() + TAIL.len());
+    let mut body = Vec::with_capacity(HEAD.len() + fill + TAIL.len());
+    body.extend_from_slice(HEAD);
+    body.resize(HEAD.len() + fill, b'x');
+    body.extend_from_slice(TAIL);
+    let mut request = raw_request(Method::Post, "/api/v1/namespaces/pando-probe/configmaps");
+    request.body = Some(body);
+    request.content_type = Some(ContentType::Json);
+    Ok(match kubernetes::send(&request) {
+        Ok(response) => response.status.to_string(),
+        Err(kubernetes::ApiError::TooLarge(m)) => format!("too-large:{m}"),
+        Err(e) => format!("error:{e:?}"),
+    })
 }
 
 fn raw_request(method: Method, path: &str) -> Request {
