@@ -203,6 +203,12 @@ impl Host {
                 ),
             });
         }
+        if let Err(reason) = options.limits.check() {
+            return Err(LoadError::Instantiate {
+                what: what.into(),
+                reason,
+            });
+        }
         let prepared = self.prepare(what, bytes, Some(&options.grants)).await?;
         let (mut first, info, identity, factory) = self.first_instance(&prepared, &options).await?;
 

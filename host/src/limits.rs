@@ -47,6 +47,44 @@ pub struct Limits {
     /// The log records the adapter may send at once, above its rate, after
     /// a quiet spell (the token bucket's size). 0 is taken as 1.
     pub log_burst: u32,
+    /// The most the host copies out of the guest for one crossing, in
+    /// bytes: the arguments of one import call (a `send` body, `from-bytes`)
+    /// or the result of one export. wasmtime's hostcall fuel: lifting
+    /// strings and lists draws on it, counting what the host allocates for
+    /// them (a list of strings pointing at the same bytes is counted once per
+    /// element), and running out traps the call, naming this limit. At least
+    /// 1 MiB.
+    pub hostcall_bytes: u64,
+    /// Component-model handles (resources, streams) live at once in one
+    /// instance: wasmtime's store-wide handle cap. Past it the allocation
+    /// traps, naming this limit. At least 64.
+    pub max_handles: u32,
+}
+
+/// The smallest `hostcall_bytes` a load accepts: less would refuse ordinary
+/// calls, not hostile ones.
+pub const MIN_HOSTCALL_BYTES: u64 = 1 << 20;
+/// The smallest `max_handles` a load accepts.
+pub const MIN_HANDLES: u32 = 64;
+
+impl Limits {
+    /// Why these limits cannot be used, if they cannot: a message naming
+    /// the field and the smallest value accepted.
+    pub fn check(&self) -> Result<(), String> {
+        if self.hostcall_bytes < MIN_HOSTCALL_BYTES {
+            return Err(format!(
+                "`limits.hostcall_bytes` is {}, below the smallest accepted, {MIN_HOSTCALL_BYTES}",
+                self.hostcall_bytes
+            ));
+        }
+        if self.max_handles < MIN_HANDLES {
+            return Err(format!(
+                "`limits.max_handles` is {}, below the smallest accepted, {MIN_HANDLES}",
+                self.max_handles
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for Limits {
@@ -63,6 +101,18 @@ impl Default for Limits {
             quarantine_backoff: Duration::from_secs(1),
             log_records_per_second: 1000,
             log_burst: 10_000,
+            // wasmtime's default, made explicit. Above the largest honest
+            // value (the hostile tests return 40 MiB) and above the body cap
+            // (3 MiB by default), so an oversized body up to this size is a
+            // typed `too-large`, not a trap. What one crossing costs the host
+            // is this; 96 instances (32 ordinary, 64 long-running) crossing
+            // at once are 12 GiB, half of what their 256 MiB memories
+            // already allow.
+            hostcall_bytes: 128 << 20,
+            // wasmtime's default is 100 000. An adapter holds a few handles a
+            // call (a stream, a watch, a session's three streams); 10 000
+            // leaves room and bounds the table per instance.
+            max_handles: 10_000,
         }
     }
 }

@@ -85,6 +85,10 @@ impl Factory {
         );
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limiter);
+        // wasmtime's own bounds on what a guest makes the host allocate:
+        // bytes lifted per crossing, handles live at once.
+        store.set_hostcall_fuel(usize::try_from(self.limits.hostcall_bytes).unwrap_or(usize::MAX));
+        store.set_max_component_handles(self.limits.max_handles as usize);
         store.epoch_deadline_callback(|mut cx| {
             let call = &mut cx.data_mut().call;
             if let Some(why) = call.should_stop() {

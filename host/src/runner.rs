@@ -235,6 +235,21 @@ fn classify(
     }
     let tail = data.stderr.take_tail();
     let mut message = format!("{err:#}");
+    // wasmtime's own bounds (set from the limits in `Factory::store`) trap
+    // with wasmtime's words; say which limit it was and how to raise it.
+    if message.contains("fuel allocated for hostcalls has been exhausted") {
+        message.push_str(&format!(
+            " (more than `limits.hostcall_bytes`, {} bytes, copied out of the guest at once; \
+             raise it if the adapter really passes values this large)",
+            store.hostcall_fuel()
+        ));
+    } else if message.contains("store handle limit exceeded") {
+        message.push_str(&format!(
+            " (more than `limits.max_handles`, {}, handles live in one instance; raise it if \
+             the adapter really holds this many)",
+            store.max_component_handles()
+        ));
+    }
     if !tail.is_empty() {
         message.push_str("; it wrote to stderr: ");
         message.push_str(&tail);

@@ -7,8 +7,11 @@
 //! The tests measure the process's resident memory, so they run one at a
 //! time whatever the harness's thread count.
 
-use pando_host::{Adapter, Grants, Host, LoadOptions};
+use std::time::Duration;
+
+use pando_host::{Adapter, CallContext, CallError, Grants, Host, Limits, LoadOptions};
 use pando_tests::memory::{mib, peak, reset_peak, rss};
+use pando_tests::plans::bundle;
 use pando_tests::{components, probe};
 
 /// One test at a time: they measure the process's memory.
@@ -91,4 +94,109 @@ async fn a_huge_body_is_refused_before_the_host_parses_it() {
     // The same instance serves on.
     let small = probe::op(&a, "huge-body:1000").await.expect("the op runs");
     assert!(small.starts_with("error:ApiError::Transport"), "{small}");
+}
+
+async fn test_adapter(limits: Limits) -> (Adapter, tempfile::TempDir) {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = Host::builder()
+        .cache_dir(cache.path())
+        .build()
+        .expect("host");
+    let adapter = host
+        .load_file(
+            &components::test_adapter(),
+            LoadOptions {
+                limits,
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("test adapter loads");
+    (adapter, cache)
+}
+
+fn ctx() -> CallContext {
+    CallContext::default().with_timeout(Duration::from_secs(30))
+}
+
+/// The instance's call count, as the test adapter's `observe` reports it.
+async fn count(a: &Adapter) -> u64 {
+    let observed = a.observe(&ctx(), &bundle("x")).await.expect("observe");
+    let reason = &observed.workloads[0].reason;
+    reason
+        .strip_prefix("calls=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected reason {reason:?}"))
+}
+
+/// wasmtime's hostcall fuel, set from `limits.hostcall_bytes`: a result
+/// larger than it traps naming the limit, well within the guest's memory.
+#[tokio::test]
+async fn a_value_over_hostcall_bytes_traps_naming_the_limit() {
+    let _serial = SERIAL.lock().await;
+    let (a, _c) = test_adapter(Limits {
+        hostcall_bytes: 8 * MIB,
+        quarantine_after: 1000,
+        ..Limits::default()
+    })
+    .await;
+    let fits = a
+        .observe(&ctx(), &bundle(&format!("huge-{}", 4 * MIB)))
+        .await
+        .expect("4 MiB fits under 8 MiB");
+    assert_eq!(fits.workloads[0].reason.len() as u64, 4 * MIB);
+    let before = rss();
+    assert!(reset_peak());
+    let err = a
+        .observe(&ctx(), &bundle(&format!("huge-{}", 32 * MIB)))
+        .await
+        .expect_err("32 MiB is over the 8 MiB the host lifts");
+    let grown = peak().saturating_sub(before);
+    match &err {
+        CallError::Trap { message, .. } => {
+            assert!(message.contains("limits.hostcall_bytes"), "{message}");
+            assert!(message.contains(&(8 * MIB).to_string()), "{message}");
+        }
+        other => panic!("expected a trap naming the limit, got {other:?}"),
+    }
+    // The guest built its 32 MiB; the host did not copy it.
+    eprintln!("over hostcall_bytes: peak grew {:.0} MiB", mib(grown));
+    assert!(grown < 32 * MIB + SLACK, "peak grew {:.0} MiB", mib(grown));
+    assert_eq!(count(&a).await, 1, "a fresh instance serves the next call");
+}
+
+#[tokio::test]
+async fn limits_below_the_smallest_accepted_are_refused_at_load() {
+    let host = Host::builder()
+        .cache_dir(probe::shared_cache())
+        .build()
+        .expect("host");
+    for (limits, field) in [
+        (
+            Limits {
+                hostcall_bytes: 0,
+                ..Limits::default()
+            },
+            "limits.hostcall_bytes",
+        ),
+        (
+            Limits {
+                max_handles: 1,
+                ..Limits::default()
+            },
+            "limits.max_handles",
+        ),
+    ] {
+        let err = host
+            .load_file(
+                &components::test_adapter(),
+                LoadOptions {
+                    limits,
+                    ..LoadOptions::default()
+                },
+            )
+            .await
+            .expect_err("refused");
+        assert!(err.to_string().contains(field), "{err}");
+    }
 }
