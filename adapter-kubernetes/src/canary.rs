@@ -98,6 +98,9 @@ fn ensure(config: &Config) -> Result<String, Error> {
             "metadata": { "name": NAMESPACE, "labels": { objects::MANAGED_BY: objects::MANAGER } },
         }))?;
         namespaces.create(&post(), &ns).map_err(ctx)?;
+        // Inside it the adapter acts through its own binding, made here.
+        crate::rbac::bind_self(config, NAMESPACE)
+            .inspect_err(|_| crate::quota::abandon(NAMESPACE))?;
         let policy: NetworkPolicy = objects::typed(json!({
             "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": { "name": "pando-canary" },

@@ -41,7 +41,7 @@ pub fn apply_edge(config: &Config, plan: &EdgePlan) -> Result<(), Error> {
     let budget = eo::disruption_budget(plan)?;
     let service = eo::service(config, plan)?;
     let ns = &config.edge_namespace;
-    ensure_namespace(ns)?;
+    ensure_namespace(config, ns)?;
     ensure(&Api::<Deployment>::namespaced(ns), deployment)?;
     ensure(&Api::<PodDisruptionBudget>::namespaced(ns), budget)?;
     ensure(&Api::<Service>::namespaced(ns), service)?;
@@ -51,7 +51,7 @@ pub fn apply_edge(config: &Config, plan: &EdgePlan) -> Result<(), Error> {
 /// Makes the edge namespace when it is missing; waits for one being
 /// deleted (the last edge removed) to be gone first. One that is not
 /// Pando's is a conflict: Pando never takes over what it did not make.
-fn ensure_namespace(ns: &str) -> Result<(), Error> {
+fn ensure_namespace(config: &Config, ns: &str) -> Result<(), Error> {
     let api = Api::<Namespace>::all();
     let ctx = |e| Error::from(e).context(&format!("the edge namespace `{ns}`"));
     let step = Duration::from_millis(500);
@@ -59,7 +59,8 @@ fn ensure_namespace(ns: &str) -> Result<(), Error> {
     loop {
         let Some(existing) = api.get_opt(ns).map_err(ctx)? else {
             api.create(&post(), &eo::namespace(ns)?).map_err(ctx)?;
-            return Ok(());
+            // Inside it the adapter acts through its own binding, made here.
+            return crate::rbac::bind_self(config, ns).inspect_err(|_| crate::quota::abandon(ns));
         };
         let labels = existing.metadata.labels.unwrap_or_default();
         if labels.get(objects::MANAGED_BY).map(String::as_str) != Some(objects::MANAGER) {

@@ -92,7 +92,7 @@ pub fn trial(config: &Config, req: &TrialRequest) -> Result<TrialResult, Error> 
     let egress = egress::egress(config, &req.bundle, &req.network)?;
     let now = now_ms();
     sweep(now);
-    let ns = TrialNamespace::create(&req.bundle, now, duration)?;
+    let ns = TrialNamespace::create(config, &req.bundle, now, duration)?;
     let pod = trial_pod(config, &plan, &ns.name, &scratch, duration)?;
     make_objects(config, &ns.name, &plan, &egress, &pod)?;
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
@@ -112,7 +112,14 @@ struct TrialNamespace {
 }
 
 impl TrialNamespace {
-    fn create(bundle: &str, now: u64, duration: Duration) -> Result<TrialNamespace, Error> {
+    /// Makes it, with the adapter's binding, the quota and the limit range
+    /// of an app namespace: a trial runs the app's pod.
+    fn create(
+        config: &Config,
+        bundle: &str,
+        now: u64,
+        duration: Duration,
+    ) -> Result<TrialNamespace, Error> {
         let suffix = &objects::hash(&json!([bundle, now]))[..10];
         let name = format!("pando-trial-{suffix}");
         let expires = now + (duration + helper::START_TIMEOUT).as_millis() as u64 + 60_000;
@@ -128,7 +135,10 @@ impl TrialNamespace {
         Api::<Namespace>::all()
             .create(&post(), &namespace)
             .map_err(|e| Error::from(e).context(&format!("trial namespace `{name}`")))?;
-        Ok(TrialNamespace { name })
+        // Dropped on failure: the namespace goes again.
+        let ns = TrialNamespace { name };
+        crate::quota::set_up(config, &ns.name)?;
+        Ok(ns)
     }
 }
 

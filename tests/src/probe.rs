@@ -119,7 +119,7 @@ pub async fn app_namespace(prefix: &str) -> cluster::TestNamespace {
     let admin = cluster::client(Identity::Admin)
         .await
         .expect("admin client");
-    cluster::create_test_namespace(&admin, &format!("pando-{prefix}"))
+    cluster::create_adapter_namespace(&admin, &format!("pando-{prefix}"))
         .await
         .expect("creating a pando-* namespace")
 }
