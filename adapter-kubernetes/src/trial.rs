@@ -210,8 +210,11 @@ fn trial_pod(
         "name": OBSERVER,
         "image": config.helper_image,
         "command": ["sh", "-c", format!("exec sleep {}", lifetime.as_secs())],
-        "resources": { "requests": { "cpu": "10m", "memory": "16Mi" } },
-        "securityContext": { "allowPrivilegeEscalation": false },
+        "resources": { "requests": { "cpu": "10m", "memory": "16Mi" },
+                       "limits": { "memory": "64Mi" } },
+        // Pod Security `restricted` for the observer itself; the pod's seccomp profile is
+        // set by the app's pod already (objects::pod_context).
+        "securityContext": objects::restricted_context(objects::HELPER_UID),
     });
     if let Some(containers) = spec["containers"].as_array_mut() {
         containers.push(observer);
