@@ -89,6 +89,21 @@ fn is_rbac_refusal(e: &KubeError) -> bool {
         if message.contains(" cannot ") && message.contains(" resource \""))
 }
 
+/// Whether `e`, a refusal of a request in `ns`, is RBAC's because the
+/// namespace is gone or going: the adapter may act inside a namespace only
+/// through its own binding, which goes with it, so there a refusal stands
+/// for "nothing here", where a 404 used to. One GET of the namespace, on
+/// that path only.
+pub fn namespace_gone(ns: &str, e: &KubeError) -> bool {
+    use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::Namespace;
+    is_rbac_refusal(e)
+        && match Api::<Namespace>::all().get_opt(ns) {
+            Ok(None) => true,
+            Ok(Some(n)) => n.metadata.deletion_timestamp.is_some(),
+            Err(_) => false,
+        }
+}
+
 /// Runs `write`, the first namespaced request after a new binding in `ns`,
 /// again while RBAC refuses it, for at most [`BINDING_LAG`]; then the
 /// refusal, saying that the binding did not take effect.

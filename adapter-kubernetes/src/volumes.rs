@@ -131,7 +131,13 @@ pub fn destroy_volume(volume: &VolumeHandle) -> Result<(), Error> {
     let name = objects::claim_name(&volume.name)?;
     let api = Api::<PersistentVolumeClaim>::namespaced(&ns);
     let ctx = |e| Error::from(e).context(&format!("claim `{ns}/{name}`"));
-    let Some(claim) = api.get_opt(name).map_err(ctx)? else {
+    // No namespace, no binding of the adapter's: RBAC refuses, and there is
+    // no claim either.
+    let found = match api.get_opt(name) {
+        Err(e) if crate::rbac::namespace_gone(&ns, &e) => None,
+        other => other.map_err(ctx)?,
+    };
+    let Some(claim) = found else {
         return Ok(());
     };
     retain_bound(&claim, "Delete")?;

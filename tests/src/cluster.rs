@@ -344,18 +344,7 @@ pub async fn create_adapter_namespace(
     client: &Client,
     prefix: &str,
 ) -> Result<TestNamespace, ClusterError> {
-    use k8s_openapi::api::rbac::v1::RoleBinding;
     let ns = create_test_namespace(client, prefix).await?;
-    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": ADAPTER_BINDING },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                     "name": NAMESPACE_ROLE },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "pando" }],
-    }))
-    .map_err(|e| ClusterError::Kubeconfig {
-        path: PathBuf::new(),
-        message: format!("the adapter's binding: {e}"),
-    })?;
     let admin = self::client(Identity::Admin).await?;
     let label = serde_json::json!({ "metadata": { "labels": {
         "app.kubernetes.io/managed-by": "pando" } } });
@@ -366,9 +355,7 @@ pub async fn create_adapter_namespace(
             &kube::api::Patch::Merge(&label),
         )
         .await?;
-    Api::<RoleBinding>::namespaced(admin.clone(), &ns.name)
-        .create(&PostParams::default(), &binding)
-        .await?;
+    bind_adapter(&ns.name).await?;
     let limits: k8s_openapi::api::core::v1::LimitRange =
         serde_json::from_value(serde_json::json!({
             "metadata": { "name": "pando-app" },
@@ -381,17 +368,44 @@ pub async fn create_adapter_namespace(
     Api::<k8s_openapi::api::core::v1::LimitRange>::namespaced(admin, &ns.name)
         .create(&PostParams::default(), &limits)
         .await?;
-    let pando = Api::<RoleBinding>::namespaced(self::client(Identity::Pando).await?, &ns.name);
+    Ok(ns)
+}
+
+/// Binds [`NAMESPACE_ROLE`] to User `pando` in `ns` as the admin (an existing binding is kept),
+/// as the adapter binds itself in each namespace it makes, and waits (up to 10 s) until `pando`
+/// may read it through it, i.e. until RBAC's cache has it.
+pub async fn bind_adapter(ns: &str) -> Result<(), ClusterError> {
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": ADAPTER_BINDING },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": NAMESPACE_ROLE },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "pando" }],
+    }))
+    .map_err(|e| ClusterError::Kubeconfig {
+        path: PathBuf::new(),
+        message: format!("the adapter's binding: {e}"),
+    })?;
+    let admin = self::client(Identity::Admin).await?;
+    match Api::<RoleBinding>::namespaced(admin, ns)
+        .create(&PostParams::default(), &binding)
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return Err(e.into()),
+    }
+    let pando = Api::<RoleBinding>::namespaced(self::client(Identity::Pando).await?, ns);
     let limit = Duration::from_secs(10);
     let deadline = tokio::time::Instant::now() + limit;
     while let Err(e) = pando.get(ADAPTER_BINDING).await {
         if tokio::time::Instant::now() >= deadline {
             return Err(ClusterError::Timeout {
-                what: format!("RBAC to let pando read its binding in {} ({e})", ns.name),
+                what: format!("RBAC to let pando read its binding in {ns} ({e})"),
                 seconds: limit.as_secs(),
             });
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Ok(ns)
+    Ok(())
 }

@@ -147,6 +147,10 @@ pub async fn ensure_namespace(name: &str) {
             .await
             .expect("creating namespace");
     }
+    // The probe acts as the adapter would in a namespace of its own.
+    cluster::bind_adapter(name)
+        .await
+        .expect("the adapter's binding");
 }
 
 /// A bare pod with one container named `container`, created by the admin

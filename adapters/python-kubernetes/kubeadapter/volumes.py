@@ -176,6 +176,13 @@ def destroy_claim(ns: str, name: str, claim: Optional[Json] = None) -> None:
 def destroy_volume(volume: types.VolumeHandle) -> None:
     """`destroy-volume`: the volume's claim and its data."""
     ns = names.app_namespace(volume.bundle)
+    # No namespace, no binding of the adapter's in it (RBAC would answer 403,
+    # not 404): no claim either.
+    try:
+        if kube.get_opt(kube.namespace_path(ns)) is None:
+            return
+    except Err as e:
+        raise errors.with_context(e, f"namespace `{ns}`") from None
     destroy_claim(ns, objects.claim_name(volume.name))
 
 
