@@ -62,7 +62,7 @@ pub fn apply(config: &Config, plan: &BundlePlan) -> Result<BundleHandle, Error> 
         pods.insert(name, egress::gateway_pod(config, &plan.id, &gw)?);
     }
 
-    volumes::ensure_namespace(&ns, &plan.id)?;
+    volumes::ensure_namespace(config, &ns, &plan.id)?;
     rbac::ensure_role_binding(config, &ns, &plan.id)?;
     ensure_policies(&ns, policies)?;
     ensure_pull_secret(&ns, plan)?;

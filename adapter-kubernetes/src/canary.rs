@@ -98,6 +98,9 @@ fn ensure(config: &Config) -> Result<String, Error> {
             "metadata": { "name": NAMESPACE, "labels": { objects::MANAGED_BY: objects::MANAGER } },
         }))?;
         namespaces.create(&post(), &ns).map_err(ctx)?;
+        // Inside it the adapter acts through its own binding, made here.
+        crate::rbac::bind_self(config, NAMESPACE)
+            .inspect_err(|_| crate::quota::abandon(NAMESPACE))?;
         let policy: NetworkPolicy = objects::typed(json!({
             "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": { "name": "pando-canary" },
@@ -196,13 +199,19 @@ fn pod(config: &Config, role: &str) -> Result<Pod, Error> {
         "automountServiceAccountToken": false,
         "enableServiceLinks": false,
         "terminationGracePeriodSeconds": 1,
+        "securityContext": objects::pod_context(),
         "containers": [{
             "name": "canary",
             "image": config.helper_image,
             "command": command,
-            "resources": { "requests": { "cpu": "5m", "memory": "8Mi" } },
-            "securityContext": { "allowPrivilegeEscalation": false },
+            "resources": { "requests": { "cpu": "5m", "memory": "8Mi" },
+                           "limits": { "memory": "32Mi" } },
+            // Pod Security `restricted`, as `nobody`: httpd serves from /tmp, an emptyDir
+            // (the image's own /tmp may not be writable by it) on an unprivileged port.
+            "securityContext": objects::restricted_context(objects::HELPER_UID),
+            "volumeMounts": [{ "name": "tmp", "mountPath": "/tmp" }],
         }],
+        "volumes": [{ "name": "tmp", "emptyDir": { "sizeLimit": "1Mi" } }],
     });
     // The canary checks the network the app pods get (O-43): it runs where they run, under
     // their RuntimeClass (which may carry the scheduling to their nodes) as the gateway does.

@@ -41,7 +41,7 @@ pub fn apply_edge(config: &Config, plan: &EdgePlan) -> Result<(), Error> {
     let budget = eo::disruption_budget(plan)?;
     let service = eo::service(config, plan)?;
     let ns = &config.edge_namespace;
-    ensure_namespace(ns)?;
+    ensure_namespace(config, ns)?;
     ensure(&Api::<Deployment>::namespaced(ns), deployment)?;
     ensure(&Api::<PodDisruptionBudget>::namespaced(ns), budget)?;
     ensure(&Api::<Service>::namespaced(ns), service)?;
@@ -51,7 +51,7 @@ pub fn apply_edge(config: &Config, plan: &EdgePlan) -> Result<(), Error> {
 /// Makes the edge namespace when it is missing; waits for one being
 /// deleted (the last edge removed) to be gone first. One that is not
 /// Pando's is a conflict: Pando never takes over what it did not make.
-fn ensure_namespace(ns: &str) -> Result<(), Error> {
+fn ensure_namespace(config: &Config, ns: &str) -> Result<(), Error> {
     let api = Api::<Namespace>::all();
     let ctx = |e| Error::from(e).context(&format!("the edge namespace `{ns}`"));
     let step = Duration::from_millis(500);
@@ -59,7 +59,8 @@ fn ensure_namespace(ns: &str) -> Result<(), Error> {
     loop {
         let Some(existing) = api.get_opt(ns).map_err(ctx)? else {
             api.create(&post(), &eo::namespace(ns)?).map_err(ctx)?;
-            return Ok(());
+            // Inside it the adapter acts through its own binding, made here.
+            return crate::rbac::bind_self(config, ns).inspect_err(|_| crate::quota::abandon(ns));
         };
         let labels = existing.metadata.labels.unwrap_or_default();
         if labels.get(objects::MANAGED_BY).map(String::as_str) != Some(objects::MANAGER) {
@@ -120,10 +121,11 @@ pub fn observe_edge(config: &Config, name: &str) -> Result<EdgeState, Error> {
     let object = eo::object_name(name)?;
     let ns = &config.edge_namespace;
     let ctx = |e| Error::from(e).context(&format!("observing edge `{name}`"));
-    let Some(deployment) = Api::<Deployment>::namespaced(ns)
-        .get_opt(&object)
-        .map_err(ctx)?
-    else {
+    let found = match Api::<Deployment>::namespaced(ns).get_opt(&object) {
+        Err(e) if crate::rbac::namespace_gone(ns, &e) => None,
+        other => other.map_err(ctx)?,
+    };
+    let Some(deployment) = found else {
         return Err(Error::NotFound(format!(
             "edge `{name}` does not exist (no Deployment `{object}` in namespace `{ns}`)"
         )));
@@ -315,9 +317,11 @@ pub fn remove_edge(config: &Config, name: &str) -> Result<(), Error> {
     let ctx = |e| Error::from(e).context(&format!("removing edge `{name}`"));
     // Background: the Deployment goes now, its ReplicaSet and pods after.
     let dp = DeleteParams::background();
-    Api::<Deployment>::namespaced(ns)
-        .delete_opt(&object, &dp)
-        .map_err(ctx)?;
+    match Api::<Deployment>::namespaced(ns).delete_opt(&object, &dp) {
+        // No namespace, no edge: removed already.
+        Err(e) if crate::rbac::namespace_gone(ns, &e) => return Ok(()),
+        other => other.map_err(ctx)?,
+    };
     Api::<PodDisruptionBudget>::namespaced(ns)
         .delete_opt(&object, &dp)
         .map_err(ctx)?;
@@ -352,9 +356,14 @@ fn delete_namespace(ns: &str) -> Result<(), Error> {
 /// in the edge namespace, sorted. None when the namespace does not exist.
 pub fn edges(config: &Config) -> Result<Vec<String>, Error> {
     let ns = &config.edge_namespace;
-    let list = Api::<Deployment>::namespaced(ns)
+    let list = match Api::<Deployment>::namespaced(ns)
         .list(&ListParams::default().labels(&eo::any_edge_selector()))
-        .map_err(|e| Error::from(e).context(&format!("listing the edges in namespace `{ns}`")))?;
+    {
+        Err(e) if crate::rbac::namespace_gone(ns, &e) => return Ok(Vec::new()),
+        other => other.map_err(|e| {
+            Error::from(e).context(&format!("listing the edges in namespace `{ns}`"))
+        })?,
+    };
     let mut names: Vec<String> = list
         .items
         .into_iter()

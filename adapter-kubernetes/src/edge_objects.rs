@@ -117,6 +117,8 @@ pub fn deployment(config: &Config, plan: &EdgePlan) -> Result<Deployment, Error>
             "periodSeconds": 2,
             "failureThreshold": 1,
         },
+        // As an app's pod: no setuid gains, the default seccomp profile.
+        "securityContext": { "allowPrivilegeEscalation": false },
     });
     if !plan.command.is_empty() {
         container["command"] = json!(plan.command);
@@ -128,6 +130,7 @@ pub fn deployment(config: &Config, plan: &EdgePlan) -> Result<Deployment, Error>
         // The edge talks to Pando's proxy, not to the API server.
         "automountServiceAccountToken": false,
         "enableServiceLinks": false,
+        "securityContext": crate::objects::pod_context(),
         "containers": [container],
         "affinity": { "podAntiAffinity": {
             "preferredDuringSchedulingIgnoredDuringExecution": [{

@@ -224,9 +224,10 @@ pub fn gateway_pod(config: &Config, id: &str, gateway: &Gateway) -> Result<Pod, 
             "ports": [{ "containerPort": GATEWAY_PORT, "protocol": "TCP" }],
             "resources": { "requests": { "cpu": "50m", "memory": "64Mi" },
                            "limits": { "memory": "256Mi" } },
-            "securityContext": { "allowPrivilegeEscalation": false, "runAsNonRoot": true,
-                                 "runAsUser": 65532, "readOnlyRootFilesystem": true },
+            // Pod Security `restricted`, as the distroless `nonroot` user.
+            "securityContext": gateway_context(),
         }],
+        "securityContext": crate::objects::pod_context(),
     });
     if let Some(class) = &config.runtime_class {
         spec["runtimeClassName"] = json!(class);
@@ -240,6 +241,14 @@ pub fn gateway_pod(config: &Config, id: &str, gateway: &Gateway) -> Result<Pod, 
         "metadata": { "name": GATEWAY_NAME, "labels": gateway_labels(id) },
         "spec": spec,
     })))
+}
+
+/// The gateway container's context: `restricted` as uid 65532 (distroless
+/// `nonroot`), its root filesystem read-only.
+fn gateway_context() -> Value {
+    let mut c = crate::objects::restricted_context(65532);
+    c["readOnlyRootFilesystem"] = json!(true);
+    c
 }
 
 /// The gateway's headless Service: the name the proxy variables give.

@@ -73,13 +73,26 @@ impl HelperPod {
             "image": config.helper_image,
             // Sleeps until exec'd into and deleted; ends itself at the deadline.
             "command": ["sh", "-c", "exec sleep 3600"],
-            "resources": { "requests": { "cpu": "10m", "memory": "16Mi" } },
-            "securityContext": { "allowPrivilegeEscalation": false },
+            // A limit of its own: the admission policy wants one on every pod, and the
+            // canary's and edge's namespaces have no LimitRange to give it.
+            "resources": { "requests": { "cpu": "10m", "memory": "16Mi" },
+                           "limits": { "memory": "128Mi" } },
+            "securityContext": objects::restricted_context(objects::HELPER_UID),
         });
+        // Pod Security `restricted`: as `nobody`, it reads what the volume lets group
+        // `nobody` or anyone read (a snapshot mounts it read-only, and nothing is changed);
+        // on a read-write mount (a restore) `fsGroup` has the kubelet give the files that
+        // group, with write, where the volume type supports it (docs/kubernetes-adapter.md,
+        // "Pod Security").
+        let mut pod_context = objects::pod_context();
+        pod_context["fsGroup"] = json!(objects::HELPER_UID);
+        pod_context["fsGroupChangePolicy"] = json!("OnRootMismatch");
+        pod_context["supplementalGroups"] = json!([objects::HELPER_UID]);
         let mut spec = json!({
             "restartPolicy": "Never",
             "automountServiceAccountToken": false,
             "enableServiceLinks": false,
+            "securityContext": pod_context,
             "activeDeadlineSeconds": HELPER_LIFETIME.as_secs(),
             "terminationGracePeriodSeconds": 1,
         });

@@ -97,6 +97,7 @@ pub mod objects;
 pub mod observe;
 pub mod pods;
 pub mod quantity;
+pub mod quota;
 pub mod rbac;
 pub mod schema;
 pub mod snapshot;

@@ -128,9 +128,12 @@ pub fn usage(bundle: &BundleRef) -> Result<BundleUsage, Error> {
     let ctx = |e| Error::from(e).context(&format!("the usage of namespace `{ns}`"));
     let managed = ListParams::default().labels(&objects::managed_selector());
     let pods = Api::<Pod>::namespaced(&ns).list(&managed).map_err(ctx)?;
-    let claims = Api::<PersistentVolumeClaim>::namespaced(&ns)
-        .list(&ListParams::default())
-        .map_err(ctx)?;
+    // Pods are read cluster-wide; claims only through the adapter's binding,
+    // which an app that does not exist has none of: it uses nothing.
+    let claims = match Api::<PersistentVolumeClaim>::namespaced(&ns).list(&ListParams::default()) {
+        Err(e) if crate::rbac::namespace_gone(&ns, &e) => Default::default(),
+        other => other.map_err(ctx)?,
+    };
     Ok(BundleUsage {
         workloads: pods
             .items

@@ -51,6 +51,33 @@ pub const CONTAINER_NAME: &str = "workload";
 /// The field manager the adapter writes as.
 pub const FIELD_MANAGER: &str = "pando";
 
+/// The user and group the adapter's own busybox pods (the volume helper, the
+/// canary, the trial's observer) run as: `nobody`, numeric so that the
+/// kubelet can check `runAsNonRoot` whatever the image says.
+pub const HELPER_UID: u64 = 65534;
+
+/// A container `securityContext` that meets Pod Security `restricted` for
+/// the adapter's own containers: not root (`uid`, numeric), no privilege
+/// escalation, every capability dropped, the runtime's default seccomp
+/// profile. No host namespace or path is ever set beside it.
+pub fn restricted_context(uid: u64) -> Value {
+    json!({
+        "runAsNonRoot": true,
+        "runAsUser": uid,
+        "runAsGroup": uid,
+        "allowPrivilegeEscalation": false,
+        "capabilities": { "drop": ["ALL"] },
+        "seccompProfile": { "type": "RuntimeDefault" },
+    })
+}
+
+/// The pod `securityContext` of every pod the adapter makes: the runtime's
+/// default seccomp profile (`restricted` asks it of each pod; `baseline`
+/// would allow `Unconfined`, which app pods never get either).
+pub fn pod_context() -> Value {
+    json!({ "seccompProfile": { "type": "RuntimeDefault" } })
+}
+
 /// The labels every object of app `id` carries.
 pub fn app_labels(id: &str) -> Value {
     json!({ MANAGED_BY: MANAGER, APP_LABEL: id })
@@ -291,6 +318,10 @@ pub fn pod_in(
         "ports": w.ports.iter().map(|p| json!({ "containerPort": p.port, "protocol": protocol(p.protocol) })).collect::<Vec<_>>(),
         "resources": res,
         "volumeMounts": mounts,
+        // `baseline` and two of `restricted`'s rules that cost an app nothing it should
+        // rely on: no setuid gains (no_new_privs) and seccomp below. Running as non-root is
+        // the image's choice (docs/kubernetes-adapter.md, "Pod Security").
+        "securityContext": { "allowPrivilegeEscalation": false },
     });
     if !w.command.is_empty() {
         container["command"] = json!(w.command);
@@ -302,6 +333,7 @@ pub fn pod_in(
         "restartPolicy": "Never",
         "automountServiceAccountToken": false,
         "enableServiceLinks": false,
+        "securityContext": pod_context(),
         "containers": [container],
         "volumes": pod_volumes,
     });

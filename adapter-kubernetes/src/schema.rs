@@ -10,6 +10,7 @@
 
 use serde_json::{Value, json};
 
+use crate::config::{AppQuota, ContainerLimits};
 use crate::config::{
     DEFAULT_API_BURST, DEFAULT_API_QPS, DEFAULT_APP_ROLE, DEFAULT_CLUSTER_DOMAIN,
     DEFAULT_EDGE_NAMESPACE, DEFAULT_EDGE_REPLICAS, DEFAULT_HELPER_IMAGE, DEFAULT_PANDO_NAMESPACE,
@@ -206,8 +207,58 @@ pub fn schema() -> Value {
                 "minimum": 1,
                 "maximum": u32::MAX,
             },
+            "adapter_user": {
+                "type": ["string", "null"],
+                "description": "Who the adapter is to the API server, as the API server names \
+                    it: a user (`pando`, the test cluster's token user) or \
+                    `system:serviceaccount:<namespace>:<name>`. The adapter binds \
+                    `namespace_role` to it in every namespace it makes; never another \
+                    `system:` identity.",
+                "default": crate::config::namespace_defaults::ADAPTER_USER,
+                "maxLength": 253,
+            },
+            "namespace_role": {
+                "type": ["string", "null"],
+                "description": "The ClusterRole the adapter binds itself to in every namespace \
+                    it makes: what it does inside a namespace (deploy/kubernetes/rbac.yaml). \
+                    Not `app_role`.",
+                "default": crate::config::namespace_defaults::NAMESPACE_ROLE,
+                "maxLength": 253,
+            },
+            "app_quota": {
+                "type": ["object", "null"],
+                "description": "The ResourceQuota of each app and trial namespace: `pods`, \
+                    `cpu_millis` (requests.cpu), `memory_bytes` (requests.memory), \
+                    `memory_limit_bytes` (limits.memory), `storage_bytes` (requests.storage), \
+                    `claims`; each optional, at least 1, under the cluster admission policy's \
+                    ceiling.",
+                "default": serde_json::to_value(AppQuota::default()).unwrap_or_default(),
+                "additionalProperties": false,
+                "properties": counts(&["pods", "cpu_millis", "memory_bytes", "memory_limit_bytes",
+                    "storage_bytes", "claims"]),
+            },
+            "container_limits": {
+                "type": ["object", "null"],
+                "description": "The LimitRange of each app and trial namespace: a container \
+                    without a memory limit gets `default_memory_bytes`, without requests \
+                    `default_cpu_request_millis` and `default_memory_request_bytes`; none may \
+                    have a memory limit above `max_memory_bytes`.",
+                "default": serde_json::to_value(ContainerLimits::default()).unwrap_or_default(),
+                "additionalProperties": false,
+                "properties": counts(&["default_memory_bytes", "default_cpu_request_millis",
+                    "default_memory_request_bytes", "max_memory_bytes"]),
+            },
         },
     })
+}
+
+/// Integer properties of at least 1.
+fn counts(keys: &[&str]) -> Value {
+    Value::Object(
+        keys.iter()
+            .map(|k| ((*k).to_owned(), json!({ "type": "integer", "minimum": 1 })))
+            .collect(),
+    )
 }
 
 #[cfg(test)]

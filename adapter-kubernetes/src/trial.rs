@@ -98,7 +98,7 @@ pub fn trial(config: &Config, req: &TrialRequest) -> Result<TrialResult, Error> 
     let egress = egress::egress(config, &req.bundle, &req.network)?;
     let now = now_ms();
     sweep(now);
-    let ns = TrialNamespace::create(&req.bundle, now, duration)?;
+    let ns = TrialNamespace::create(config, &req.bundle, now, duration)?;
     let pod = trial_pod(config, &plan, &ns.name, &scratch, duration)?;
     make_objects(config, &ns.name, &plan, &egress, &pod)?;
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
@@ -118,7 +118,14 @@ struct TrialNamespace {
 }
 
 impl TrialNamespace {
-    fn create(bundle: &str, now: u64, duration: Duration) -> Result<TrialNamespace, Error> {
+    /// Makes it, with the adapter's binding, the quota and the limit range
+    /// of an app namespace: a trial runs the app's pod.
+    fn create(
+        config: &Config,
+        bundle: &str,
+        now: u64,
+        duration: Duration,
+    ) -> Result<TrialNamespace, Error> {
         let suffix = &objects::hash(&json!([bundle, now]))[..10];
         let name = format!("pando-trial-{suffix}");
         let expires = now + (duration + helper::START_TIMEOUT).as_millis() as u64 + 60_000;
@@ -134,7 +141,10 @@ impl TrialNamespace {
         Api::<Namespace>::all()
             .create(&post(), &namespace)
             .map_err(|e| Error::from(e).context(&format!("trial namespace `{name}`")))?;
-        Ok(TrialNamespace { name })
+        // Dropped on failure: the namespace goes again.
+        let ns = TrialNamespace { name };
+        crate::quota::set_up(config, &ns.name)?;
+        Ok(ns)
     }
 }
 
@@ -206,8 +216,11 @@ fn trial_pod(
         "name": OBSERVER,
         "image": config.helper_image,
         "command": ["sh", "-c", format!("exec sleep {}", lifetime.as_secs())],
-        "resources": { "requests": { "cpu": "10m", "memory": "16Mi" } },
-        "securityContext": { "allowPrivilegeEscalation": false },
+        "resources": { "requests": { "cpu": "10m", "memory": "16Mi" },
+                       "limits": { "memory": "64Mi" } },
+        // Pod Security `restricted` for the observer itself; the pod's seccomp profile is
+        // set by the app's pod already (objects::pod_context).
+        "securityContext": objects::restricted_context(objects::HELPER_UID),
     });
     if let Some(containers) = spec["containers"].as_array_mut() {
         containers.push(observer);

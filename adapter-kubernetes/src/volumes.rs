@@ -15,18 +15,20 @@ use serde_json::json;
 
 use crate::apply::post;
 use crate::config::Config;
-use crate::{names, objects};
+use crate::{names, objects, quota};
 
-/// Makes the app's namespace when it is missing. One that exists but is not
-/// Pando's is a conflict: Pando never takes over what it did not make.
-pub fn ensure_namespace(ns: &str, id: &str) -> Result<(), Error> {
+/// Makes the app's namespace when it is missing, with the adapter's own
+/// binding, the quota and the limit range in it ([`quota::set_up`]); a
+/// namespace whose set-up fails is removed again. One that exists but is
+/// not Pando's is a conflict: Pando never takes over what it did not make.
+pub fn ensure_namespace(config: &Config, ns: &str, id: &str) -> Result<(), Error> {
     let api = Api::<Namespace>::all();
     let ctx = |e| Error::from(e).context(&format!("namespace `{ns}`"));
     match api.get_opt(ns).map_err(ctx)? {
         None => {
             api.create(&post(), &objects::namespace(ns, id)?)
                 .map_err(ctx)?;
-            Ok(())
+            quota::set_up(config, ns).inspect_err(|_| quota::abandon(ns))
         }
         Some(existing) => {
             let labels = existing.metadata.labels.unwrap_or_default();
@@ -110,7 +112,7 @@ pub fn handle(id: &str, ns: &str, name: &str) -> VolumeHandle {
 pub fn create_volume(config: &Config, req: &VolumeRequest) -> Result<VolumeHandle, Error> {
     let ns = names::app_namespace(&req.bundle)?;
     let claim = objects::claim(config, &req.bundle, &req.name, req.size_bytes)?;
-    ensure_namespace(&ns, &req.bundle)?;
+    ensure_namespace(config, &ns, &req.bundle)?;
     let api = Api::<PersistentVolumeClaim>::namespaced(&ns);
     match api.create(&post(), &claim) {
         Ok(_) => {}
@@ -129,7 +131,13 @@ pub fn destroy_volume(volume: &VolumeHandle) -> Result<(), Error> {
     let name = objects::claim_name(&volume.name)?;
     let api = Api::<PersistentVolumeClaim>::namespaced(&ns);
     let ctx = |e| Error::from(e).context(&format!("claim `{ns}/{name}`"));
-    let Some(claim) = api.get_opt(name).map_err(ctx)? else {
+    // No namespace, no binding of the adapter's: RBAC refuses, and there is
+    // no claim either.
+    let found = match api.get_opt(name) {
+        Err(e) if crate::rbac::namespace_gone(&ns, &e) => None,
+        other => other.map_err(ctx)?,
+    };
+    let Some(claim) = found else {
         return Ok(());
     };
     retain_bound(&claim, "Delete")?;

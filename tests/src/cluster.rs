@@ -327,3 +327,85 @@ pub async fn create_test_namespace(
         client: client.clone(),
     })
 }
+
+/// The ClusterRole the adapter binds to itself in each namespace it makes
+/// (deploy/kubernetes/rbac.yaml).
+pub const NAMESPACE_ROLE: &str = "pando-adapter-namespace";
+/// The name of that binding.
+pub const ADAPTER_BINDING: &str = "pando-adapter";
+
+/// [`create_test_namespace`], then what the adapter does in each namespace it makes: label it
+/// Pando's, bind [`NAMESPACE_ROLE`] to User `pando` there, and give it a LimitRange whose
+/// default memory limit (64 MiB) lets a test's pod without one past the admission policy's
+/// `pods.memory-limit`. Made by the admin, whom the admission policy does not bind, so that a
+/// test namespace of any name works; waits (up to 10 s) until `pando` may read the binding
+/// through it, i.e. until RBAC's cache has it.
+pub async fn create_adapter_namespace(
+    client: &Client,
+    prefix: &str,
+) -> Result<TestNamespace, ClusterError> {
+    let ns = create_test_namespace(client, prefix).await?;
+    let admin = self::client(Identity::Admin).await?;
+    let label = serde_json::json!({ "metadata": { "labels": {
+        "app.kubernetes.io/managed-by": "pando" } } });
+    Api::<Namespace>::all(admin.clone())
+        .patch(
+            &ns.name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&label),
+        )
+        .await?;
+    bind_adapter(&ns.name).await?;
+    let limits: k8s_openapi::api::core::v1::LimitRange =
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "pando-app" },
+            "spec": { "limits": [{ "type": "Container", "default": { "memory": "64Mi" } }] },
+        }))
+        .map_err(|e| ClusterError::Kubeconfig {
+            path: PathBuf::new(),
+            message: format!("the test namespace's LimitRange: {e}"),
+        })?;
+    Api::<k8s_openapi::api::core::v1::LimitRange>::namespaced(admin, &ns.name)
+        .create(&PostParams::default(), &limits)
+        .await?;
+    Ok(ns)
+}
+
+/// Binds [`NAMESPACE_ROLE`] to User `pando` in `ns` as the admin (an existing binding is kept),
+/// as the adapter binds itself in each namespace it makes, and waits (up to 10 s) until `pando`
+/// may read it through it, i.e. until RBAC's cache has it.
+pub async fn bind_adapter(ns: &str) -> Result<(), ClusterError> {
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": ADAPTER_BINDING },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": NAMESPACE_ROLE },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "pando" }],
+    }))
+    .map_err(|e| ClusterError::Kubeconfig {
+        path: PathBuf::new(),
+        message: format!("the adapter's binding: {e}"),
+    })?;
+    let admin = self::client(Identity::Admin).await?;
+    match Api::<RoleBinding>::namespaced(admin, ns)
+        .create(&PostParams::default(), &binding)
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return Err(e.into()),
+    }
+    let pando = Api::<RoleBinding>::namespaced(self::client(Identity::Pando).await?, ns);
+    let limit = Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + limit;
+    while let Err(e) = pando.get(ADAPTER_BINDING).await {
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ClusterError::Timeout {
+                what: format!("RBAC to let pando read its binding in {ns} ({e})"),
+                seconds: limit.as_secs(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}

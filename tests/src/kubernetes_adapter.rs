@@ -65,10 +65,31 @@ pub async fn load_cached(
     crate::probe::load_as_pando_cached(&component(), grants(), CONFIG, Some(cache)).await
 }
 
+/// The shipped grants with the adapter's own binding (`role_bindings`) for
+/// user `user` rather than `pando`: an adapter known by another name binds
+/// itself by that name.
+pub fn grants_for_user(user: &str) -> Grants {
+    let path = components::repo_root().join("deploy/grants/kubernetes.yaml");
+    let text = std::fs::read_to_string(&path).expect("reading deploy/grants/kubernetes.yaml");
+    let line = "      - {kind: User, name: pando}";
+    assert!(text.contains(line), "the grants bind the adapter's user");
+    let text = text.replace(line, &format!("      - {{kind: User, name: {user}}}"));
+    Grants::from_text("deploy/grants/kubernetes.yaml", &text).expect("the grants parse")
+}
+
 /// The adapter, as whoever `client` acts for (e.g. `pando` on the fault
 /// API server, [`crate::faults`]), with `config`. Also starts counting
 /// audit events.
 pub async fn load_with_client(config: &str, client: Client) -> (Adapter, Host) {
+    load_with_client_grants(config, client, grants()).await
+}
+
+/// [`load_with_client`] with `grants`.
+pub async fn load_with_client_grants(
+    config: &str,
+    client: Client,
+    grants: Grants,
+) -> (Adapter, Host) {
     install_audit_counter();
     let host = Host::builder()
         .cache_dir(crate::probe::shared_cache())
@@ -78,7 +99,7 @@ pub async fn load_with_client(config: &str, client: Client) -> (Adapter, Host) {
         .load_file(
             &component(),
             pando_host::LoadOptions {
-                grants: grants(),
+                grants,
                 config: config.into(),
                 kubernetes: Some(client),
                 ..pando_host::LoadOptions::default()

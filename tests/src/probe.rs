@@ -119,7 +119,7 @@ pub async fn app_namespace(prefix: &str) -> cluster::TestNamespace {
     let admin = cluster::client(Identity::Admin)
         .await
         .expect("admin client");
-    cluster::create_test_namespace(&admin, &format!("pando-{prefix}"))
+    cluster::create_adapter_namespace(&admin, &format!("pando-{prefix}"))
         .await
         .expect("creating a pando-* namespace")
 }
@@ -147,6 +147,10 @@ pub async fn ensure_namespace(name: &str) {
             .await
             .expect("creating namespace");
     }
+    // The probe acts as the adapter would in a namespace of its own.
+    cluster::bind_adapter(name)
+        .await
+        .expect("the adapter's binding");
 }
 
 /// A bare pod with one container named `container`, created by the admin

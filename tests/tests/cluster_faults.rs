@@ -42,7 +42,9 @@ async fn fault_adapter(who: FaultIdentity) -> (Adapter, Host) {
     let client = faults::client(who, true)
         .await
         .expect("a client of the fault API server");
-    ka::load_with_client(POOL_CONFIG, client).await
+    // The adapter binds itself by the name it is known by (`adapter_user`).
+    let config = POOL_CONFIG.replacen('{', &format!(r#"{{"adapter_user": "{}", "#, who.name()), 1);
+    ka::load_with_client_grants(&config, client, ka::grants_for_user(who.name())).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -200,6 +202,21 @@ impl App {
             )
             .await
             .expect("creating the app's namespace");
+        // And the adapter's binding, as the adapter makes it with the namespace
+        // (deploy/kubernetes/rbac.yaml): inside it, the adapter acts only through it.
+        let binding: k8s_openapi::api::rbac::v1::RoleBinding =
+            serde_json::from_value(serde_json::json!({
+                "metadata": { "name": cluster::ADAPTER_BINDING },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                             "name": cluster::NAMESPACE_ROLE },
+                "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                               "name": "pando" }],
+            }))
+            .expect("a binding");
+        Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(c.clone(), &ns)
+            .create(&PostParams::default(), &binding)
+            .await
+            .expect("the adapter's binding");
         let pods = Api::namespaced(c, &ns);
         App { id, ns, pods }
     }
@@ -761,6 +778,21 @@ async fn throttling_429_is_survived() {
     let ballast = cluster::create_test_namespace(&c, "fault-ballast")
         .await
         .expect("a namespace");
+    // The seat holder lists its ConfigMaps as pando-throttled, which reads inside a namespace
+    // only where the namespace role is bound to it (deploy/kubernetes/rbac.yaml).
+    let binding: k8s_openapi::api::rbac::v1::RoleBinding =
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "pando-throttled" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": cluster::NAMESPACE_ROLE },
+            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                           "name": "pando-throttled" }],
+        }))
+        .expect("a binding");
+    Api::<k8s_openapi::api::rbac::v1::RoleBinding>::namespaced(c.clone(), &ballast.name)
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("pando-throttled's binding in the ballast namespace");
     let app = id("fault-429");
     let mut left = Leftovers::default();
     left.namespace(&ballast.name);
@@ -800,7 +832,9 @@ async fn throttling_429_is_survived() {
     let client = faults::client(FaultIdentity::Throttled, false)
         .await
         .expect("a client");
-    let (a, _h2) = ka::load_with_client(POOL_CONFIG, client).await;
+    let config = POOL_CONFIG.replacen('{', r#"{"adapter_user": "pando-throttled", "#, 1);
+    let grants = ka::grants_for_user("pando-throttled");
+    let (a, _h2) = ka::load_with_client_grants(&config, client, grants).await;
     let (r, took, rejected) = observe_throttled(&a, &app, &ballast.name, Some(hold), limit).await;
     eprintln!("the host retrying, seat held {hold:?}: {r:?} after {took:?}; {rejected} got 429");
     assert!(

@@ -33,12 +33,21 @@ where
     }
 }
 
+/// A pod of `spec`; each container given a memory limit unless it sets its resources, so that
+/// the policy's `pods.memory-limit` is not what refuses it.
 fn pod(name: &str, spec: Value) -> Value {
     let mut spec = spec;
     spec["containers"] = match spec.get("containers") {
         Some(c) => c.clone(),
         None => json!([{ "name": "main", "image": "registry.invalid/pando/test:1" }]),
     };
+    if let Some(containers) = spec["containers"].as_array_mut() {
+        for c in containers {
+            if c.get("resources").is_none() {
+                c["resources"] = json!({ "limits": { "memory": "64Mi" } });
+            }
+        }
+    }
     json!({ "apiVersion": "v1", "kind": "Pod", "metadata": { "name": name }, "spec": spec })
 }
 
@@ -64,7 +73,7 @@ async fn the_cluster_refuses_the_adapters_identity_what_the_host_refuses() {
     let (pando, admin) = clients().await;
     // Made by pando itself, as the adapter makes an app's: no Pod Security label, so only the
     // admission policy stands between pando and a privileged pod here.
-    let ns = cluster::create_test_namespace(&pando, "pando-vap")
+    let ns = cluster::create_adapter_namespace(&pando, "pando-vap")
         .await
         .expect("pando makes an app namespace");
     let ns_name = ns.name.clone();

@@ -48,9 +48,12 @@ kubernetes:
     namespaces:
       labels: ["pando.dev/*"]
     role_bindings:
-      role: pando-app
+    - role: pando-app
       subjects:
       - {kind: ServiceAccount, name: pando, namespace: pando-system}
+    - role: pando-adapter-namespace
+      subjects:
+      - {kind: User, name: pando}
 "#;
 
 /// The probe with [`GRANTS`], reaching the cluster as the admin.
@@ -650,6 +653,44 @@ async fn role_bindings_bind_only_the_configured_role_to_the_configured_subjects(
         .await,
         "rolebindings.subjects",
         "subjects[0]",
+    );
+    // Each subject only to its own role: the adapter's user is never Pando's role's, nor
+    // Pando's ServiceAccount the adapter's.
+    let adapter =
+        json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "pando"}]);
+    refused(
+        send(
+            &a,
+            "post",
+            "json",
+            &path,
+            &binding("crossed", "pando-app", adapter.clone()),
+        )
+        .await,
+        "rolebindings.subjects",
+        "subjects[0]",
+    );
+    refused(
+        send(
+            &a,
+            "post",
+            "json",
+            &path,
+            &binding("crossed", "pando-adapter-namespace", pando.clone()),
+        )
+        .await,
+        "rolebindings.subjects",
+        "subjects[0]",
+    );
+    written(
+        send(
+            &a,
+            "post",
+            "json",
+            &path,
+            &binding("pando-adapter", "pando-adapter-namespace", adapter),
+        )
+        .await,
     );
     written(
         send(

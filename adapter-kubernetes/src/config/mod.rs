@@ -22,6 +22,15 @@ use serde_json::Value;
 use crate::names;
 
 pub use crate::cidr::Cidr;
+pub use namespace::{AdapterUser, AppQuota, ContainerLimits};
+
+/// The defaults of `adapter_user` and `namespace_role`.
+pub mod namespace_defaults {
+    pub use super::namespace::DEFAULT_ADAPTER_USER as ADAPTER_USER;
+    pub use super::namespace::DEFAULT_NAMESPACE_ROLE as NAMESPACE_ROLE;
+}
+
+mod namespace;
 
 /// Default of `pando_namespace`.
 pub const DEFAULT_PANDO_NAMESPACE: &str = "pando-system";
@@ -114,6 +123,17 @@ pub struct Config {
     pub api_qps: u32,
     /// Requests it may make at once above `api_qps`.
     pub api_burst: u32,
+    /// Who the adapter is to the API server: the subject of the RoleBinding
+    /// it writes for itself in every namespace it makes (`pando`, or
+    /// `system:serviceaccount:<namespace>:<name>` in the cluster).
+    pub adapter_user: AdapterUser,
+    /// The ClusterRole it binds itself to there: everything it does inside
+    /// a namespace (deploy/kubernetes/rbac.yaml, `pando-adapter-namespace`).
+    pub namespace_role: String,
+    /// The ResourceQuota of each app (and trial) namespace.
+    pub app_quota: AppQuota,
+    /// The LimitRange of each app (and trial) namespace.
+    pub container_limits: ContainerLimits,
 }
 
 /// The JSON as received: every field optional and untyped, so that each
@@ -144,6 +164,10 @@ struct RawConfig {
     edge_https_node_port: Option<Value>,
     api_qps: Option<Value>,
     api_burst: Option<Value>,
+    adapter_user: Option<Value>,
+    namespace_role: Option<Value>,
+    app_quota: Option<Value>,
+    container_limits: Option<Value>,
 }
 
 impl Config {
@@ -271,6 +295,26 @@ impl Config {
             None => DEFAULT_API_BURST,
         };
 
+        let adapter_user = namespace::adapter_user(raw.adapter_user)?;
+        let namespace_role = string("namespace_role", raw.namespace_role)?
+            .unwrap_or_else(|| namespace::DEFAULT_NAMESPACE_ROLE.into());
+        check(
+            "namespace_role",
+            &namespace_role,
+            names::check_path_segment_name,
+        )?;
+        if namespace_role == app_role {
+            return Err(invalid_field(
+                "namespace_role",
+                format!(
+                    "`{namespace_role}` is also `app_role`: the adapter's own role and Pando's \
+                     are two roles"
+                ),
+            ));
+        }
+        let app_quota = namespace::app_quota(raw.app_quota)?;
+        let container_limits = namespace::container_limits(raw.container_limits)?;
+
         Ok(Config {
             pando_namespace,
             pando_service,
@@ -295,6 +339,10 @@ impl Config {
             edge_https_node_port,
             api_qps,
             api_burst,
+            adapter_user,
+            namespace_role,
+            app_quota,
+            container_limits,
         })
     }
 }

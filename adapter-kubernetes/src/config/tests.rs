@@ -1,6 +1,7 @@
 //! Each configuration field's default and validation.
 use super::*;
 use pando_adapter_sdk::error::ErrorExt;
+use serde_json::json;
 
 const MINIMAL: &str = r#"{"pod_cidr":"10.244.0.0/16","service_cidr":"10.96.0.0/12"}"#;
 
@@ -424,4 +425,115 @@ fn api_qps_is_positive() {
 fn api_burst_is_positive() {
     refused("api_burst", "0");
     assert_eq!(with("api_burst", "1").unwrap().api_burst, 1);
+}
+
+#[test]
+fn adapter_user_defaults_to_the_test_clusters_user_and_takes_a_service_account() {
+    let c = Config::parse(MINIMAL).unwrap();
+    assert_eq!(c.adapter_user, AdapterUser::User("pando".into()));
+    assert_eq!(c.adapter_user.subject()["kind"], "User");
+    assert_eq!(c.namespace_role, "pando-adapter-namespace");
+    let c = with(
+        "adapter_user",
+        r#""system:serviceaccount:pando-system:pando-adapter""#,
+    )
+    .unwrap();
+    assert_eq!(
+        c.adapter_user,
+        AdapterUser::ServiceAccount {
+            namespace: "pando-system".into(),
+            name: "pando-adapter".into()
+        }
+    );
+    let subject = c.adapter_user.subject();
+    assert_eq!(
+        (&subject["kind"], &subject["namespace"], &subject["name"]),
+        (
+            &json!("ServiceAccount"),
+            &json!("pando-system"),
+            &json!("pando-adapter")
+        )
+    );
+    assert!(subject.get("apiGroup").is_none(), "{subject}");
+    // Shown as the API server names it, and parsed back the same.
+    assert_eq!(
+        c.adapter_user.to_string(),
+        "system:serviceaccount:pando-system:pando-adapter"
+    );
+    let text = serde_json::to_string(&c).unwrap();
+    assert_eq!(Config::parse(&text).unwrap(), c);
+}
+
+#[test]
+fn adapter_user_is_never_a_system_identity_or_a_malformed_service_account() {
+    for bad in [
+        r#""system:masters""#,
+        r#""system:node:kwok-node-0""#,
+        r#""system:serviceaccount:kube-system""#,
+        r#""system:serviceaccount:Kube_System:x""#,
+        r#""system:serviceaccount:ns:""#,
+        r#""pando adapter""#,
+        "7",
+    ] {
+        refused("adapter_user", bad);
+    }
+}
+
+#[test]
+fn namespace_role_is_a_name_other_than_app_role() {
+    assert_eq!(
+        with("namespace_role", r#""team:adapter""#)
+            .unwrap()
+            .namespace_role,
+        "team:adapter"
+    );
+    refused("namespace_role", r#""a/b""#);
+    let m = refused("namespace_role", r#""pando-app""#);
+    assert!(m.contains("app_role"), "{m}");
+}
+
+#[test]
+fn quota_and_limits_have_defaults_under_the_policys_ceiling_and_take_each_key() {
+    let c = Config::parse(MINIMAL).unwrap();
+    assert_eq!(c.app_quota, AppQuota::default());
+    assert_eq!(c.container_limits, ContainerLimits::default());
+    // deploy/kubernetes/admission-policy.yaml's ceiling: pods 200, CPU 64,
+    // memory 256Gi, storage 1Ti, claims 100, a container's memory 64Gi.
+    let q = c.app_quota;
+    assert!(q.pods <= 200 && q.cpu_millis <= 64_000 && q.claims <= 100);
+    assert!(q.memory_bytes <= 256 << 30 && q.memory_limit_bytes <= 256 << 30);
+    assert!(q.storage_bytes <= 1 << 40);
+    assert!(c.container_limits.max_memory_bytes <= 64 << 30);
+
+    let c = with("app_quota", r#"{"pods": 7, "claims": 2}"#).unwrap();
+    assert_eq!((c.app_quota.pods, c.app_quota.claims), (7, 2));
+    assert_eq!(c.app_quota.cpu_millis, AppQuota::default().cpu_millis);
+    let c = with(
+        "container_limits",
+        r#"{"default_memory_bytes": 268435456, "max_memory_bytes": 536870912}"#,
+    )
+    .unwrap();
+    assert_eq!(c.container_limits.default_memory_bytes, 256 << 20);
+    assert_eq!(c.container_limits.max_memory_bytes, 512 << 20);
+    let text = serde_json::to_string(&c).unwrap();
+    assert_eq!(Config::parse(&text).unwrap(), c);
+}
+
+#[test]
+fn quota_and_limits_refuse_unknown_keys_zero_and_inconsistent_defaults() {
+    let m = refused("app_quota", r#"{"services": 3}"#);
+    assert!(m.contains("unknown key `services`"), "{m}");
+    refused("app_quota", r#"{"pods": 0}"#);
+    refused("app_quota", r#"{"pods": "many"}"#);
+    refused("app_quota", r#"[1]"#);
+    refused("container_limits", r#"{"max_memory_bytes": -1}"#);
+    let m = refused(
+        "container_limits",
+        r#"{"default_memory_bytes": 2147483648, "max_memory_bytes": 1073741824}"#,
+    );
+    assert!(m.contains("max_memory_bytes"), "{m}");
+    refused(
+        "container_limits",
+        r#"{"default_memory_request_bytes": 2147483648}"#,
+    );
 }

@@ -65,6 +65,10 @@ def usage(bundle: types.BundleRef) -> types.BundleUsage:
     storage. An app that does not exist uses nothing."""
     ns = names.app_namespace(bundle.id)
     try:
+        # Inside a namespace the adapter reads through its own binding, and
+        # one that does not exist has none: RBAC would answer 403, not 404.
+        if kube.get_opt(kube.namespace_path(ns)) is None:
+            return types.BundleUsage(workloads=[], volume_bytes=0)
         pods = kube.list_items(kube.core(ns, "pods"), objects.managed_selector())
         claims = kube.list_items(kube.core(ns, "persistentvolumeclaims"))
     except Err as e:

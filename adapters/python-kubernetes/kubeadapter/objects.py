@@ -289,6 +289,9 @@ def pod(config: Config, plan: types.BundlePlan, w: types.WorkloadSpec) -> Json:
         "ports": [{"containerPort": p.port, "protocol": _protocol(p.protocol)} for p in w.ports],
         "resources": resources,
         "volumeMounts": mounts,
+        # As the Rust adapter's app pods: baseline, no setuid gains, the
+        # runtime's default seccomp profile (below).
+        "securityContext": {"allowPrivilegeEscalation": False},
     }
     if w.command:
         container["command"] = list(w.command)
@@ -298,6 +301,7 @@ def pod(config: Config, plan: types.BundlePlan, w: types.WorkloadSpec) -> Json:
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
         "volumes": pod_volumes,
     }

@@ -6,6 +6,7 @@ claims live in."""
 
 from __future__ import annotations
 
+import time
 from typing import List, Optional
 
 from componentize_py_types import Err
@@ -16,14 +17,77 @@ from .config import Config
 from .kube import Json
 
 
+# The adapter's own binding in each namespace it makes, as the Rust adapter's
+# (adapter-kubernetes/src/rbac.rs): cluster-wide its identity may only make
+# namespaces and read (deploy/kubernetes/rbac.yaml); inside one it acts
+# through this ClusterRole, bound to itself. Its defaults, not configurable
+# here: the test cluster's user.
+NAMESPACE_ROLE = "pando-adapter-namespace"
+OWN_BINDING = "pando-adapter"
+ADAPTER_USER = "pando"
+# How long RBAC's cache may take to see a new binding.
+BINDING_LAG_SECONDS = 2.0
+# The memory limit a container without one gets (the cluster's admission
+# policy refuses the adapter's pods without one), as the Rust adapter's
+# `container_limits` default.
+DEFAULT_MEMORY_LIMIT = str(1 << 30)
+
+
+def _rbac(ns: str, resource: str, name: str = "") -> str:
+    path = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/{resource}"
+    return f"{path}/{name}" if name else path
+
+
+def set_up_namespace(ns: str) -> None:
+    """Binds NAMESPACE_ROLE to the adapter in `ns`, just made, waits until
+    RBAC lets it read that binding back (at most BINDING_LAG_SECONDS), and
+    makes the LimitRange that gives containers a default memory limit."""
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": OWN_BINDING, "labels": {objects.MANAGED_BY: objects.MANAGER}},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": NAMESPACE_ROLE,
+        },
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ADAPTER_USER}
+        ],
+    }
+    query = [("fieldManager", kube.FIELD_MANAGER)]
+    answer = kube.send("POST", _rbac(ns, "rolebindings"), query, binding)
+    if not answer.ok and answer.status != 409:
+        raise answer.error()
+    # No sleep here: the host's rate limit (qps 5) spaces the reads out.
+    start = time.monotonic()
+    while True:
+        answer = kube.send("GET", _rbac(ns, "rolebindings", OWN_BINDING))
+        if answer.ok:
+            break
+        if answer.status != 403 or time.monotonic() - start >= BINDING_LAG_SECONDS:
+            raise answer.error()
+    limits = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "pando-app", "labels": {objects.MANAGED_BY: objects.MANAGER}},
+        "spec": {"limits": [{"type": "Container", "default": {"memory": DEFAULT_MEMORY_LIMIT}}]},
+    }
+    answer = kube.send("POST", kube.core(ns, "limitranges"), query, limits)
+    if not answer.ok and answer.status != 409:
+        raise answer.error()
+
+
 def ensure_namespace(ns: str, app_id: str) -> None:
-    """Makes the app's namespace when it is missing. One that exists but is
-    not Pando's is a conflict: Pando never takes over what it did not
+    """Makes the app's namespace when it is missing, with the adapter's own
+    binding and a LimitRange in it (`set_up_namespace`). One that exists but
+    is not Pando's is a conflict: Pando never takes over what it did not
     make."""
     try:
         existing = kube.get_opt(kube.namespace_path(ns))
         if existing is None:
             kube.create(kube.namespace_path(), objects.namespace(ns, app_id))
+            set_up_namespace(ns)
             return
     except Err as e:
         raise errors.with_context(e, f"namespace `{ns}`") from None
@@ -112,6 +176,13 @@ def destroy_claim(ns: str, name: str, claim: Optional[Json] = None) -> None:
 def destroy_volume(volume: types.VolumeHandle) -> None:
     """`destroy-volume`: the volume's claim and its data."""
     ns = names.app_namespace(volume.bundle)
+    # No namespace, no binding of the adapter's in it (RBAC would answer 403,
+    # not 404): no claim either.
+    try:
+        if kube.get_opt(kube.namespace_path(ns)) is None:
+            return
+    except Err as e:
+        raise errors.with_context(e, f"namespace `{ns}`") from None
     destroy_claim(ns, objects.claim_name(volume.name))
 
 

@@ -552,13 +552,22 @@ fn pod_spec(w: &WorkloadSpec, plan: &BundlePlan) -> Value {
     };
     let r = &w.resources;
     let mut resources = json!({"requests": {"cpu": format!("{}m", r.requests.cpu_millis), "memory": r.requests.memory_bytes.to_string()}});
-    if let Some(l) = &r.limits {
-        resources["limits"] =
-            json!({"cpu": format!("{}m", l.cpu_millis), "memory": l.memory_bytes.to_string()});
+    match &r.limits {
+        Some(l) => {
+            resources["limits"] =
+                json!({"cpu": format!("{}m", l.cpu_millis), "memory": l.memory_bytes.to_string()});
+        }
+        // Pando's cluster admission policy wants a memory limit on every
+        // container; without a LimitRange in the namespace, the request is it.
+        None => resources["limits"] = json!({"memory": r.requests.memory_bytes.to_string()}),
     }
     let mut spec = json!({
         "restartPolicy": "Never",
         "hostname": w.name,
+        // Pod Security `baseline`, and two rules of `restricted` that cost an
+        // app nothing it should rely on: the default seccomp profile, no
+        // setuid gains. Running as non-root is the image's choice.
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [{
             "name": w.name,
             "image": image,
@@ -568,6 +577,7 @@ fn pod_spec(w: &WorkloadSpec, plan: &BundlePlan) -> Value {
             "ports": w.ports.iter().map(|p| json!({"containerPort": p.port, "protocol": match p.protocol { Protocol::Tcp => "TCP", Protocol::Udp => "UDP" }})).collect::<Vec<_>>(),
             "resources": resources,
             "volumeMounts": w.mounts.iter().map(|m| json!({"name": m.volume, "mountPath": m.path, "readOnly": m.read_only})).collect::<Vec<_>>(),
+            "securityContext": {"allowPrivilegeEscalation": false},
         }],
         "volumes": w.mounts.iter().map(|m| json!({"name": m.volume, "persistentVolumeClaim": {"claimName": m.volume}})).collect::<Vec<_>>(),
     });

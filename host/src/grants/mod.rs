@@ -469,7 +469,7 @@ mod tests {
         let g = Grants::from_text("t", "kubernetes: {}\n").expect("grants");
         let k = g.kubernetes.expect("kubernetes");
         assert_eq!(k.objects, objects::ObjectRules::default());
-        assert!(k.objects.role_bindings.is_none());
+        assert!(k.objects.role_bindings.is_empty());
     }
 
     #[test]

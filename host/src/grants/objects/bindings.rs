@@ -1,6 +1,8 @@
 //! RoleBindings (and ClusterRoleBindings, where a grant reaches them):
-//! only the ClusterRole the grants name, only for the subjects they name.
-//! Without `kubernetes.objects.role_bindings` no binding may be written.
+//! only the (role, subjects) pairs the grants name: a binding of one of
+//! their ClusterRoles to subjects of that entry only, so that a subject
+//! allowed one role is never bound to another. Without
+//! `kubernetes.objects.role_bindings` no binding may be written.
 
 use serde_json::Value;
 
@@ -26,25 +28,21 @@ fn fail(
     }
 }
 
-/// Checks a binding against `rule` (none: every binding is refused).
-pub(crate) fn check(rule: Option<&BindingRule>, binding: &Value) -> Result<(), Violation> {
-    const ROLE: &str = "role bindings bind only the ClusterRole the grants name";
-    const SUBJECTS: &str = "role bindings bind only the subjects the grants name";
-    let Some(rule) = rule else {
+/// Checks a binding against `rules` (none: every binding is refused).
+pub(crate) fn check(rules: &[BindingRule], binding: &Value) -> Result<(), Violation> {
+    const ROLE: &str = "role bindings bind only the ClusterRoles the grants name";
+    const SUBJECTS: &str = "role bindings bind a role only to the subjects the grants name for it";
+    if rules.is_empty() {
         return Err(fail(
             "rolebindings.role",
             ROLE,
             "roleRef".into(),
             "is refused: the grants name no role (kubernetes.objects.role_bindings)".into(),
-            Some("kubernetes.objects.role_bindings: {role: …, subjects: […]}".into()),
+            Some("kubernetes.objects.role_bindings: [{role: …, subjects: […]}]".into()),
         ));
-    };
+    }
     let role_ref = get(binding, "roleRef").unwrap_or(&Value::Null);
-    for (key, want) in [
-        ("apiGroup", RBAC_GROUP),
-        ("kind", "ClusterRole"),
-        ("name", rule.role.as_str()),
-    ] {
+    for (key, want) in [("apiGroup", RBAC_GROUP), ("kind", "ClusterRole")] {
         let field = format!("roleRef.{key}");
         let have = string(role_ref, key)
             .map_err(|p| fail("rolebindings.role", ROLE, field.clone(), p, None))?;
@@ -58,6 +56,22 @@ pub(crate) fn check(rule: Option<&BindingRule>, binding: &Value) -> Result<(), V
             ));
         }
     }
+    let name = string(role_ref, "name")
+        .map_err(|p| fail("rolebindings.role", ROLE, "roleRef.name".into(), p, None))?;
+    let Some(rule) = rules.iter().find(|r| Some(r.role.as_str()) == name) else {
+        let named: Vec<String> = rules.iter().map(|r| format!("`{}`", r.role)).collect();
+        return Err(fail(
+            "rolebindings.role",
+            ROLE,
+            "roleRef.name".into(),
+            format!(
+                "is `{}`, not {}",
+                shown(name.unwrap_or("")),
+                named.join(" or ")
+            ),
+            None,
+        ));
+    };
     let subjects = list(binding, "subjects").map_err(|p| {
         fail(
             "rolebindings.subjects",
@@ -87,7 +101,10 @@ pub(crate) fn check(rule: Option<&BindingRule>, binding: &Value) -> Result<(), V
                 SUBJECTS,
                 format!("subjects[{i}]"),
                 format!("is {}", super::fields::shown_value(s)),
-                Some("kubernetes.objects.role_bindings.subjects".into()),
+                Some(format!(
+                    "kubernetes.objects.role_bindings: the subjects of role `{}`",
+                    rule.role
+                )),
             ));
         }
     }
@@ -100,15 +117,25 @@ mod tests {
     use crate::grants::objects::schema::Subject;
     use serde_json::json;
 
-    fn rule() -> BindingRule {
-        BindingRule {
-            role: "pando-app".into(),
-            subjects: vec![Subject {
-                kind: "ServiceAccount".into(),
-                name: "pando".into(),
-                namespace: Some("pando-system".into()),
-            }],
-        }
+    fn rules() -> Vec<BindingRule> {
+        vec![
+            BindingRule {
+                role: "pando-app".into(),
+                subjects: vec![Subject {
+                    kind: "ServiceAccount".into(),
+                    name: "pando".into(),
+                    namespace: Some("pando-system".into()),
+                }],
+            },
+            BindingRule {
+                role: "pando-adapter-namespace".into(),
+                subjects: vec![Subject {
+                    kind: "User".into(),
+                    name: "pando".into(),
+                    namespace: None,
+                }],
+            },
+        ]
     }
 
     fn binding(role: &str, subjects: Value) -> Value {
@@ -118,8 +145,8 @@ mod tests {
     #[test]
     fn only_the_role_and_subjects_named() {
         let sa = json!([{"kind": "ServiceAccount", "name": "pando", "namespace": "pando-system"}]);
-        check(Some(&rule()), &binding("pando-app", sa.clone())).expect("granted");
-        let v = check(Some(&rule()), &binding("cluster-admin", sa.clone())).unwrap_err();
+        check(&rules(), &binding("pando-app", sa.clone())).expect("granted");
+        let v = check(&rules(), &binding("cluster-admin", sa.clone())).unwrap_err();
         assert_eq!(
             (v.rule, v.field.as_str()),
             ("rolebindings.role", "roleRef.name")
@@ -127,7 +154,7 @@ mod tests {
         let mut role_kind = binding("pando-app", sa.clone());
         role_kind["roleRef"]["kind"] = json!("Role");
         assert_eq!(
-            check(Some(&rule()), &role_kind).unwrap_err().field,
+            check(&rules(), &role_kind).unwrap_err().field,
             "roleRef.kind"
         );
         for bad in [
@@ -136,11 +163,50 @@ mod tests {
             json!([{"kind": "ServiceAccount", "name": "pando", "namespace": "pando-system"},
                    {"kind": "User", "name": "mallory"}]),
         ] {
-            let v = check(Some(&rule()), &binding("pando-app", bad.clone())).expect_err("subject");
+            let v = check(&rules(), &binding("pando-app", bad.clone())).expect_err("subject");
             assert_eq!(v.rule, "rolebindings.subjects", "{bad}");
         }
         // No rule: no binding.
-        let v = check(None, &binding("pando-app", sa)).unwrap_err();
+        let v = check(&[], &binding("pando-app", sa)).unwrap_err();
         assert_eq!(v.rule, "rolebindings.role");
+    }
+
+    #[test]
+    fn each_role_only_to_its_own_subjects() {
+        let sa = json!([{"kind": "ServiceAccount", "name": "pando", "namespace": "pando-system"}]);
+        let user = json!([{"kind": "User", "apiGroup": RBAC_GROUP, "name": "pando"}]);
+        check(&rules(), &binding("pando-adapter-namespace", user.clone())).expect("the adapter's");
+        check(&rules(), &binding("pando-app", sa.clone())).expect("Pando's");
+        // Crossed: each subject is allowed one role, and never the other's.
+        for (role, subjects) in [("pando-app", user.clone()), ("pando-adapter-namespace", sa)] {
+            let v = check(&rules(), &binding(role, subjects.clone())).expect_err(role);
+            assert_eq!(
+                (v.rule, v.field.as_str()),
+                ("rolebindings.subjects", "subjects[0]"),
+                "{role} {subjects}"
+            );
+        }
+        let v = check(&rules(), &binding("pando-adapter", user)).unwrap_err();
+        assert_eq!(
+            (v.rule, v.field.as_str()),
+            ("rolebindings.role", "roleRef.name")
+        );
+        assert!(
+            v.problem.contains("`pando-adapter-namespace`"),
+            "{}",
+            v.problem
+        );
+    }
+
+    #[test]
+    fn one_entry_as_a_map_is_a_list_of_one() {
+        let one: crate::grants::objects::ObjectRules =
+            serde_yaml::from_str("role_bindings: {role: r, subjects: [{kind: User, name: u}]}")
+                .expect("a map");
+        let many: crate::grants::objects::ObjectRules =
+            serde_yaml::from_str("role_bindings: [{role: r, subjects: [{kind: User, name: u}]}]")
+                .expect("a list");
+        assert_eq!(one, many);
+        assert_eq!(one.role_bindings.len(), 1);
     }
 }

@@ -189,7 +189,7 @@ impl ObjectPolicy {
             }
             Kind::Service => services::check(&self.rules.services, ns_name, obj),
             Kind::Namespace => namespaces::check_create(&self.rules.namespaces, obj),
-            Kind::Binding => bindings::check(self.rules.role_bindings.as_ref(), obj),
+            Kind::Binding => bindings::check(&self.rules.role_bindings, obj),
             Kind::Claim => claims::check_claim(obj),
             // A PV is never created through the grants; its writes compare.
             Kind::Volume => Ok(()),
@@ -419,20 +419,29 @@ mod tests {
             ),
             ("namespaces: {labels: ['a b']}", "namespaces.labels[0]"),
             (
+                "role_bindings: [{role: r, subjects: [{kind: User, name: u}]}, \
+                 {role: q, subjects: [{kind: User, name: u}]}, {role: r, subjects: [{kind: User, name: v}]}]",
+                "role_bindings[2].role",
+            ),
+            (
+                "role_bindings: [{role: r, subjects: [{kind: User, name: u}]}, {role: q, subjects: []}]",
+                "role_bindings[1].subjects",
+            ),
+            (
                 "role_bindings: {role: r, subjects: []}",
-                "role_bindings.subjects",
+                "role_bindings[0].subjects",
             ),
             (
                 "role_bindings: {role: r, subjects: [{kind: Group, name: 'system:authenticated'}]}",
-                "role_bindings.subjects[0].name",
+                "role_bindings[0].subjects[0].name",
             ),
             (
                 "role_bindings: {role: r, subjects: [{kind: ServiceAccount, name: s}]}",
-                "role_bindings.subjects[0]",
+                "role_bindings[0].subjects[0]",
             ),
             (
                 "role_bindings: {role: r, subjects: [{kind: Robot, name: s}]}",
-                "role_bindings.subjects[0].kind",
+                "role_bindings[0].subjects[0].kind",
             ),
         ] {
             let rules: ObjectRules = serde_yaml::from_str(yaml).expect(yaml);

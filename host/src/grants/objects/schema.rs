@@ -24,10 +24,12 @@ pub struct ObjectRules {
     /// What namespaces the adapter writes may carry.
     #[serde(default)]
     pub namespaces: NamespaceRule,
-    /// The one role the adapter's (Cluster)RoleBindings may bind, and to
-    /// whom. Absent: no binding may be written.
-    #[serde(default)]
-    pub role_bindings: Option<BindingRule>,
+    /// The (role, subjects) pairs the adapter's (Cluster)RoleBindings may
+    /// be: each binding names one of these roles, and only that entry's
+    /// subjects. One entry may be written as a map, not a list. Absent or
+    /// empty: no binding may be written.
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub role_bindings: Vec<BindingRule>,
 }
 
 /// A Pod Security Standards profile.
@@ -157,11 +159,29 @@ pub struct NamespaceRule {
     pub labels: Vec<String>,
 }
 
-/// The role bindings an adapter may write.
+/// A list, or one entry on its own (the form before there could be more).
+fn one_or_many<'de, D>(d: D) -> Result<Vec<BindingRule>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        Many(Vec<BindingRule>),
+        One(BindingRule),
+    }
+    Ok(match Option::<OneOrMany>::deserialize(d)? {
+        None => Vec::new(),
+        Some(OneOrMany::Many(v)) => v,
+        Some(OneOrMany::One(b)) => vec![b],
+    })
+}
+
+/// One role an adapter's bindings may name, and to whom.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct BindingRule {
-    /// The ClusterRole every binding must name.
+    /// The ClusterRole a binding names.
     pub role: String,
     /// The subjects a binding may name (each must be one of these).
     pub subjects: Vec<Subject>,
@@ -214,17 +234,27 @@ impl ObjectRules {
         for (j, key) in self.namespaces.labels.iter().enumerate() {
             validate_label_pattern(key).map_err(|why| (format!("namespaces.labels[{j}]"), why))?;
         }
-        if let Some(b) = &self.role_bindings {
+        for (i, b) in self.role_bindings.iter().enumerate() {
+            let base = format!("role_bindings[{i}]");
+            if self.role_bindings[..i].iter().any(|o| o.role == b.role) {
+                return Err((
+                    format!("{base}.role"),
+                    format!(
+                        "`{}` is named twice: list its subjects in one entry",
+                        b.role
+                    ),
+                ));
+            }
             crate::grants::path::check_dns_subdomain(&b.role)
-                .map_err(|why| ("role_bindings.role".into(), format!("`{}`: {why}", b.role)))?;
+                .map_err(|why| (format!("{base}.role"), format!("`{}`: {why}", b.role)))?;
             if b.subjects.is_empty() {
                 return Err((
-                    "role_bindings.subjects".into(),
+                    format!("{base}.subjects"),
                     "name at least one subject".into(),
                 ));
             }
             for (j, s) in b.subjects.iter().enumerate() {
-                let at = format!("role_bindings.subjects[{j}]");
+                let at = format!("{base}.subjects[{j}]");
                 match (s.kind.as_str(), &s.namespace) {
                     ("ServiceAccount", Some(ns)) => crate::grants::path::check_dns_label(ns)
                         .map_err(|why| (format!("{at}.namespace"), why))?,
