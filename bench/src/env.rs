@@ -3,11 +3,15 @@
 //! scratch directory under `target/bench/`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
 use kube::Client;
+use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use pando_host::{Adapter, Grants, Host, LoadOptions};
+
+use crate::roundtrips::{CountLayer, RoundTrips};
 
 /// The configuration the Kubernetes adapter runs with in every benchmark:
 /// the test cluster's ranges and the reference's default request budget
@@ -29,6 +33,24 @@ kubernetes:
   - verbs: [get, list]
     resources: [pods, pods/log]
     namespaces: ["pando-bench-*"]
+"#;
+
+/// Grants for kube-probe's writes (the `kube-write` benchmark): creates
+/// and patches of pods and ConfigMaps in the bench's namespaces, pods held
+/// to the baseline profile by the object rules. Kept apart from
+/// [`PROBE_GRANTS`] so the read benchmarks' grant checks stay as they were.
+pub const WRITE_PROBE_GRANTS: &str = r#"
+kubernetes:
+  rate: {qps: 1000000, burst: 1000000}
+  max_body_bytes: 65536
+  rules:
+  - verbs: [create, patch]
+    resources: [pods, configmaps]
+    namespaces: ["pando-bench-*"]
+  objects:
+    pods:
+    - namespaces: ["*"]
+      profile: baseline
 "#;
 
 /// The repository's root.
@@ -88,6 +110,14 @@ pub fn probe_grants() -> Result<Grants> {
     Ok(Grants::from_text("bench probe grants", PROBE_GRANTS)?)
 }
 
+/// The grants for kube-probe's writes ([`WRITE_PROBE_GRANTS`]).
+pub fn write_probe_grants() -> Result<Grants> {
+    Ok(Grants::from_text(
+        "bench probe write grants",
+        WRITE_PROBE_GRANTS,
+    )?)
+}
+
 /// The test cluster's identities.
 #[derive(Debug, Clone, Copy)]
 pub enum Identity {
@@ -100,6 +130,20 @@ pub enum Identity {
 /// A client for `identity` of the test cluster, checked with
 /// `GET /version`.
 pub async fn client(identity: Identity) -> Result<Client> {
+    checked(ClientBuilder::try_from(config(identity).await?)?.build()).await
+}
+
+/// A client for `identity` that counts the requests it sends (all who
+/// share a clone of it count into the same [`RoundTrips`]).
+pub async fn counted_client(identity: Identity) -> Result<(Client, Arc<RoundTrips>)> {
+    let counts = Arc::new(RoundTrips::default());
+    let builder = ClientBuilder::try_from(config(identity).await?)?;
+    let client = builder.with_layer(&CountLayer(counts.clone())).build();
+    Ok((checked(client).await?, counts))
+}
+
+/// The configuration of `identity`'s kubeconfig.
+async fn config(identity: Identity) -> Result<kube::Config> {
     let name = match identity {
         Identity::Admin => "admin",
         Identity::Pando => "pando",
@@ -113,10 +157,13 @@ pub async fn client(identity: Identity) -> Result<Client> {
     }
     let kubeconfig =
         Kubeconfig::read_from(&path).with_context(|| format!("reading {}", path.display()))?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
-        .with_context(|| format!("using {}", path.display()))?;
-    let client = Client::try_from(config)?;
+        .with_context(|| format!("using {}", path.display()))
+}
+
+/// `client`, once it answers `GET /version`.
+async fn checked(client: Client) -> Result<Client> {
     client.apiserver_version().await.with_context(
         || "the test cluster does not answer; check it with `scripts/cluster status`",
     )?;
@@ -139,11 +186,17 @@ pub async fn load(host: &Host, component: &Path, options: LoadOptions) -> Result
 /// The Kubernetes probe with the probe's grants, reaching the cluster
 /// through `client`.
 pub async fn load_probe(host: &Host, client: Client) -> Result<Adapter> {
+    load_probe_with(host, client, probe_grants()?).await
+}
+
+/// The Kubernetes probe with `grants`, reaching the cluster through
+/// `client`.
+pub async fn load_probe_with(host: &Host, client: Client, grants: Grants) -> Result<Adapter> {
     load(
         host,
         &kube_probe()?,
         LoadOptions {
-            grants: probe_grants()?,
+            grants,
             kubernetes: Some(client),
             ..LoadOptions::default()
         },

@@ -19,6 +19,7 @@ mod env;
 mod machine;
 mod mem;
 mod report;
+mod roundtrips;
 mod stats;
 
 use std::io::Write as _;

@@ -1,6 +1,8 @@
 //! The benchmarks, in the order a run takes them, and what they share.
 
 mod kube_rtt;
+mod kube_write;
+mod kube_write_check;
 mod load;
 mod logs;
 pub(crate) mod memory;
@@ -36,6 +38,10 @@ pub const ALL: &[(&str, &str)] = &[
         "a call making 3 Kubernetes GETs through the host vs the same 3 GETs with kube-rs",
     ),
     (
+        "kube-write",
+        "creates (a ConfigMap, unpoliced; a Pod, body-checked) and a Pod patch (read + dry run + write) through the host vs kube-rs",
+    ),
+    (
         "log",
         "a large pod log streamed through the host vs read natively with kube-rs",
     ),
@@ -60,6 +66,7 @@ pub async fn run(name: &str, quick: bool, max_apps: usize) -> Result<Bench> {
         "pool" => pool::run(quick).await,
         "load" => load::run(quick).await,
         "kube-3rtt" => kube_rtt::run(quick).await,
+        "kube-write" => kube_write::run(quick).await,
         "log" => logs::run(quick).await,
         "snapshot" => snapshot::run(quick).await,
         "observe" => observe::run(quick, max_apps).await,
