@@ -152,6 +152,13 @@ impl Adapter {
         self.inner.breaker.quarantine()
     }
 
+    /// What the host holds for the adapter now in streams and their
+    /// buffers, against `limits.stream_buffer_bytes` and
+    /// `limits.max_streams`, and how many opens those limits refused.
+    pub fn held_streams(&self) -> crate::HeldUsage {
+        self.inner.pool.factory.held_budget.usage()
+    }
+
     /// Configured instances idle in the pool now.
     pub fn idle_instances(&self) -> usize {
         self.inner.pool.idle_count()
@@ -189,6 +196,12 @@ impl Adapter {
                 )
                 .await;
                 lease.count_call();
+                // Streams the guest opened and kept (in its table, or handed
+                // to core) outlive the call: their instance is not pooled,
+                // so what it holds goes with it, not into the next call.
+                if lease.instance().store.data().holds_anything() {
+                    lease.discard_after();
+                }
                 r
             }
             .await;

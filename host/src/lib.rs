@@ -28,6 +28,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod grants;
+mod held;
 mod host;
 pub mod imports;
 pub mod kubecache;
@@ -48,6 +49,7 @@ pub use call::CallContext;
 pub use engine::{EPOCH_TICK, EngineSettings};
 pub use error::{CallError, LoadError};
 pub use grants::Grants;
+pub use held::HeldUsage;
 pub use host::{Host, HostBuilder, LoadOptions};
 pub use limits::Limits;
 pub use loader::{ComponentShape, SERVED_VERSIONS, World};

@@ -59,6 +59,17 @@ pub struct Limits {
     /// instance: wasmtime's store-wide handle cap. Past it the allocation
     /// traps, naming this limit. At least 64.
     pub max_handles: u32,
+    /// Bytes the host may hold for the adapter, all its instances together,
+    /// in stream buffers it asked for: the bytes of each `from-bytes`, the
+    /// capacity of each `pipe`. Held until the stream is dropped; past the
+    /// budget `from-bytes` and `pipe` answer streams that fail at once with
+    /// an error naming this limit (their WIT signatures have no error case).
+    pub stream_buffer_bytes: u64,
+    /// Streams and sessions the adapter may have open at once, all its
+    /// instances together: its pipes and `from-bytes` streams and the
+    /// Kubernetes watches, logs and exec sessions it opened. Past it the
+    /// open fails (a failing stream, or `denied` naming this limit).
+    pub max_streams: u32,
 }
 
 /// The smallest `hostcall_bytes` a load accepts: less would refuse ordinary
@@ -113,6 +124,11 @@ impl Default for Limits {
             // call (a stream, a watch, a session's three streams); 10 000
             // leaves room and bounds the table per instance.
             max_handles: 10_000,
+            // The test adapter's largest honest stream is 16 MiB and an exec
+            // echo holds two 1 MiB pipes: 256 MiB leaves room for many at
+            // once, and bounds what a hostile adapter pins in the host.
+            stream_buffer_bytes: 256 << 20,
+            max_streams: 1024,
         }
     }
 }

@@ -18,6 +18,7 @@ use wasmtime::{Store, UpdateDeadline};
 use crate::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
 use crate::engine::SharedEngine;
 use crate::error::CallError;
+use crate::held::HeldBudget;
 use crate::imports::kubernetes::KubeContext;
 use crate::imports::log::LogBudget;
 use crate::limits::Limits;
@@ -49,6 +50,8 @@ pub(crate) struct Factory {
     pub(crate) identity: Arc<Identity>,
     /// The adapter's log budget: every instance made here draws on it.
     pub(crate) log_budget: Arc<LogBudget>,
+    /// The adapter's stream budget: every instance made here draws on it.
+    pub(crate) held_budget: Arc<HeldBudget>,
     pub(crate) kubernetes: Option<KubeContext>,
 }
 
@@ -69,6 +72,7 @@ impl Factory {
             pre,
             config,
             log_budget: Arc::new(LogBudget::of(&limits)),
+            held_budget: Arc::new(HeldBudget::of(&limits)),
             limits,
             identity,
             kubernetes,
@@ -81,6 +85,7 @@ impl Factory {
             self.identity.clone(),
             &self.limits,
             self.log_budget.clone(),
+            self.held_budget.clone(),
             self.kubernetes.clone(),
         );
         let mut store = Store::new(&self.engine.engine, state);

@@ -3,12 +3,14 @@
 //! for logs.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use crate::held::{Held, HeldBudget};
 use crate::imports::log::LogBudget;
 use crate::limits::{Limiter, Limits};
 use crate::stderr::StderrTail;
@@ -101,6 +103,11 @@ pub struct HostState {
     /// `wasi:clocks/monotonic-clock` so deadlines translate exactly.
     pub(crate) clock_base: Instant,
     pub(crate) kubernetes: Option<crate::imports::kubernetes::KubeContext>,
+    /// The adapter's budget for streams and their buffers, shared by all
+    /// its instances.
+    held_budget: Arc<HeldBudget>,
+    /// Holdings made through this store and still alive.
+    held_here: Arc<AtomicU32>,
 }
 
 impl HostState {
@@ -108,6 +115,7 @@ impl HostState {
         identity: Arc<Identity>,
         limits: &Limits,
         log_budget: Arc<LogBudget>,
+        held_budget: Arc<HeldBudget>,
         kubernetes: Option<crate::imports::kubernetes::KubeContext>,
     ) -> Self {
         let clock_base = Instant::now();
@@ -129,7 +137,21 @@ impl HostState {
             stderr,
             clock_base,
             kubernetes,
+            held_budget,
+            held_here: Arc::new(AtomicU32::new(0)),
         }
+    }
+
+    /// Takes from the adapter's stream budget for `what` (see
+    /// [`crate::held`]).
+    pub(crate) fn hold(&self, what: &str, bytes: u64) -> Result<Held, String> {
+        self.held_budget.take(&self.held_here, what, bytes)
+    }
+
+    /// Whether streams or sessions opened through this store are still
+    /// alive: in its table, or handed to core.
+    pub(crate) fn holds_anything(&self) -> bool {
+        self.held_here.load(Ordering::Acquire) > 0
     }
 
     /// Renames the adapter in this store's logs.

@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use pando_host::{Adapter, CallContext, CallError, Grants, Host, Limits, LoadOptions};
-use pando_tests::memory::{mib, peak, reset_peak, rss};
-use pando_tests::plans::bundle;
+use pando_tests::memory::{mib, open_fds, peak, reset_peak, rss};
+use pando_tests::plans::{bundle, plan};
 use pando_tests::{components, probe};
 
 /// One test at a time: they measure the process's memory.
@@ -199,4 +199,134 @@ async fn limits_below_the_smallest_accepted_are_refused_at_load() {
             .expect_err("refused");
         assert!(err.to_string().contains(field), "{err}");
     }
+}
+
+/// `ok=<n> failed=<n> error=<first>`, as the test adapter reports holdings.
+fn holdings(location: &str) -> (u64, u64, String) {
+    let rest = location
+        .strip_prefix("ok=")
+        .unwrap_or_else(|| panic!("unexpected location {location:?}"));
+    let (ok, rest) = rest.split_once(" failed=").expect("failed=");
+    let (failed, error) = rest.split_once(" error=").expect("error=");
+    (
+        ok.parse().expect("ok count"),
+        failed.parse().expect("failed count"),
+        error.to_string(),
+    )
+}
+
+async fn apply(a: &Adapter, id: &str) -> Result<String, CallError> {
+    a.apply(&ctx(), &plan(id, &[])).await.map(|h| h.location)
+}
+
+/// 128 streams of 16 MiB from `from-bytes` (2 GiB): the first 256 MiB are
+/// held, the rest fail on first read naming the limit; the host's memory
+/// stays within the budget, everything is given back when the streams are
+/// dropped, and a neighbour adapter goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_bytes_past_the_budget_fails_typed_and_memory_stays_bounded() {
+    let _serial = SERIAL.lock().await;
+    let (a, _c1) = test_adapter(Limits::default()).await;
+    let (neighbour, _c2) = test_adapter(Limits::default()).await;
+    assert_eq!(count(&a).await, 1);
+    assert_eq!(count(&neighbour).await, 1);
+    let budget = Limits::default().stream_buffer_bytes;
+    let chunk = 16 * MIB;
+    let fds = open_fds();
+    let before = rss();
+    assert!(reset_peak());
+    // 2 GiB cross into the host, 16 MiB at a time: wasmtime's lift is slow
+    // in an unoptimized build, so this call gets time.
+    let started = std::time::Instant::now();
+    let got = a
+        .apply(
+            &CallContext::default().with_timeout(Duration::from_secs(600)),
+            &plan(&format!("from-bytes-128-{chunk}"), &[]),
+        )
+        .await
+        .map(|h| h.location)
+        .expect("the call returns");
+    eprintln!("from-bytes 128 x 16 MiB: {:?}", started.elapsed());
+    let grown = peak().saturating_sub(before);
+    let (ok, failed, error) = holdings(&got);
+    assert_eq!(ok, budget / chunk, "{got}");
+    assert_eq!(ok + failed, 128);
+    assert!(error.contains("limits.stream_buffer_bytes"), "{error}");
+    // The budget, the guest's chunk and wasmtime's copy of the one in flight.
+    let bound = budget + 2 * chunk + SLACK;
+    eprintln!(
+        "from-bytes 128 x 16 MiB: peak grew {:.0} MiB (bound {:.0} MiB), {ok} held, {failed} refused",
+        mib(grown),
+        mib(bound)
+    );
+    assert!(grown < bound, "peak grew {:.0} MiB", mib(grown));
+    assert!(open_fds() <= fds + 4, "descriptors {fds} -> {}", open_fds());
+    let held = a.held_streams();
+    assert_eq!(
+        (held.bytes, held.streams),
+        (0, 0),
+        "all given back: {held:?}"
+    );
+    assert_eq!(held.refused, failed);
+    assert_eq!(count(&a).await, 3, "nothing held: the instance is reused");
+    assert_eq!(count(&neighbour).await, 2, "the neighbour goes on");
+    assert_eq!(neighbour.held_streams().refused, 0);
+}
+
+/// Streams the guest keeps past its call are not carried into the next
+/// one: the instance is discarded, and what it held is given back.
+#[tokio::test]
+async fn streams_kept_past_the_call_discard_their_instance() {
+    let _serial = SERIAL.lock().await;
+    let (a, _c) = test_adapter(Limits::default()).await;
+    assert_eq!(count(&a).await, 1);
+    let got = apply(&a, "keep-from-bytes-4-1024").await.expect("returns");
+    assert_eq!(holdings(&got).0, 4, "{got}");
+    let held = a.held_streams();
+    assert_eq!((held.bytes, held.streams), (0, 0), "{held:?}");
+    assert_eq!(count(&a).await, 1, "a fresh instance serves the next call");
+}
+
+/// Pipes past `limits.max_streams` (each pipe is two streams) fail at once
+/// naming the limit; no descriptor is spent; all is given back.
+#[tokio::test]
+async fn pipes_past_max_streams_fail_typed() {
+    let _serial = SERIAL.lock().await;
+    let limits = Limits {
+        max_streams: 64,
+        ..Limits::default()
+    };
+    let (a, _c) = test_adapter(limits).await;
+    let fds = open_fds();
+    let got = apply(&a, "pipes-100").await.expect("returns");
+    let (ok, failed, error) = holdings(&got);
+    assert_eq!((ok, failed), (32, 68), "{got}");
+    assert!(error.contains("limits.max_streams"), "{error}");
+    assert!(open_fds() <= fds + 4);
+    let held = a.held_streams();
+    assert_eq!((held.bytes, held.streams), (0, 0), "{held:?}");
+    assert_eq!(count(&a).await, 2, "nothing held: the instance is reused");
+}
+
+/// wasmtime's handle cap, set from `limits.max_handles`: more handles live
+/// at once trap naming the limit, and the next call gets a fresh instance.
+#[tokio::test]
+async fn handles_past_max_handles_trap_naming_the_limit() {
+    let _serial = SERIAL.lock().await;
+    let (a, _c) = test_adapter(Limits {
+        max_handles: 64,
+        quarantine_after: 1000,
+        ..Limits::default()
+    })
+    .await;
+    let err = apply(&a, "from-bytes-200-1").await.expect_err("traps");
+    match &err {
+        CallError::Trap { message, .. } => {
+            assert!(message.contains("limits.max_handles"), "{message}")
+        }
+        other => panic!("expected a trap naming the limit, got {other:?}"),
+    }
+    let held = a.held_streams();
+    assert_eq!((held.bytes, held.streams), (0, 0), "{held:?}");
+    assert_eq!(count(&a).await, 1);
 }

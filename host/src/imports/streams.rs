@@ -6,6 +6,7 @@ use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream, MemoryInputPipe
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use crate::bindings::v0_1::pando::runtime::streams::Host;
+use crate::held::{HeldStream, Refused};
 use crate::state::HostState;
 
 /// The most a pipe buffers, whatever the guest asks for.
@@ -15,7 +16,15 @@ const CHUNK: usize = 64 << 10;
 
 impl Host for HostState {
     async fn from_bytes(&mut self, bytes: Vec<u8>) -> wasmtime::Result<Resource<DynInputStream>> {
-        let stream: DynInputStream = Box::new(MemoryInputPipe::new(Bytes::from(bytes)));
+        // Over the budget the bytes are dropped here, and the stream the
+        // guest gets says why on its first read.
+        let stream: DynInputStream = match self.hold("from-bytes", bytes.len() as u64) {
+            Ok(held) => {
+                let inner: DynInputStream = Box::new(MemoryInputPipe::new(Bytes::from(bytes)));
+                Box::new(HeldStream::new(inner, held))
+            }
+            Err(why) => Box::new(Refused(why)),
+        };
         Ok(self.table().push(stream)?)
     }
 
@@ -24,11 +33,26 @@ impl Host for HostState {
         capacity: u64,
     ) -> wasmtime::Result<(Resource<DynOutputStream>, Resource<DynInputStream>)> {
         let capacity = usize::try_from(capacity.clamp(1, MAX_PIPE_CAPACITY)).unwrap_or(CHUNK);
-        // A duplex's halves close each other on drop, so dropping the output
-        // end ends the input.
-        let (writer, reader) = tokio::io::duplex(capacity);
-        let out: DynOutputStream = Box::new(AsyncWriteStream::new(capacity.min(CHUNK), writer));
-        let inp: DynInputStream = Box::new(AsyncReadStream::new(reader));
+        // Each end is a stream held open; the capacity is what the duplex
+        // may buffer (the writer's chunk is within it).
+        let held = self
+            .hold("pipe", capacity as u64)
+            .and_then(|w| Ok((w, self.hold("pipe", 0)?)));
+        let (out, inp): (DynOutputStream, DynInputStream) = match held {
+            Ok((held_out, held_in)) => {
+                // A duplex's halves close each other on drop, so dropping the
+                // output end ends the input.
+                let (writer, reader) = tokio::io::duplex(capacity);
+                let out: DynOutputStream =
+                    Box::new(AsyncWriteStream::new(capacity.min(CHUNK), writer));
+                let inp: DynInputStream = Box::new(AsyncReadStream::new(reader));
+                (
+                    Box::new(HeldStream::new(out, held_out)),
+                    Box::new(HeldStream::new(inp, held_in)),
+                )
+            }
+            Err(why) => (Box::new(Refused(why.clone())), Box::new(Refused(why))),
+        };
         let out = self.table().push(out)?;
         let inp = self.table().push(inp)?;
         Ok((out, inp))

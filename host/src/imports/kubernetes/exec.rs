@@ -42,6 +42,8 @@ pub struct ExecSession {
     /// Waits for the end and publishes it into `ended`.
     watcher: tokio::task::JoinHandle<()>,
     _process: kube::api::AttachedProcess,
+    /// Its place in the adapter's `limits.max_streams`, while it lives.
+    pub(crate) held: Option<crate::held::Held>,
 }
 
 impl Drop for ExecSession {
@@ -383,6 +385,7 @@ impl KubeContext {
             ended,
             watcher,
             _process: process,
+            held: None,
         })
     }
 }

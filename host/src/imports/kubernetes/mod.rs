@@ -234,6 +234,15 @@ mod host_impl {
         }
     }
 
+    /// A stream refused over one of the adapter's limits, before anything
+    /// was sent.
+    fn over_limit(why: String) -> ApiError {
+        ApiError::Denied(crate::bindings::v0_1::pando::runtime::kubernetes::Denial {
+            message: why,
+            missing_grant: "(none: a host limit, `limits.max_streams`, not a grant)".into(),
+        })
+    }
+
     fn no_cluster() -> ApiError {
         ApiError::Transport(
             "no cluster is configured for this adapter: the host was given no Kubernetes client \
@@ -261,13 +270,20 @@ mod host_impl {
             let Some(kube) = self.kubernetes.clone() else {
                 return Ok(Err(no_cluster()));
             };
+            let held = match self.hold("watch", 0) {
+                Ok(h) => h,
+                Err(why) => return Ok(Err(over_limit(why))),
+            };
             match bounded(
                 self.call.cancel.clone(),
                 kube.watch(&self.identity.name, request),
             )
             .await
             {
-                Ok(w) => Ok(Ok(self.table().push(w)?)),
+                Ok(mut w) => {
+                    w.held = Some(held);
+                    Ok(Ok(self.table().push(w)?))
+                }
                 Err(e) => Ok(Err(e)),
             }
         }
@@ -279,13 +295,20 @@ mod host_impl {
             let Some(kube) = self.kubernetes.clone() else {
                 return Ok(Err(no_cluster()));
             };
+            let held = match self.hold("logs", 0) {
+                Ok(h) => h,
+                Err(why) => return Ok(Err(over_limit(why))),
+            };
             match bounded(
                 self.call.cancel.clone(),
                 kube.logs(&self.identity.name, request),
             )
             .await
             {
-                Ok(s) => Ok(Ok(self.table().push(s)?)),
+                Ok(s) => {
+                    let s: DynInputStream = Box::new(crate::held::HeldStream::new(s, held));
+                    Ok(Ok(self.table().push(s)?))
+                }
                 Err(e) => Ok(Err(e)),
             }
         }
@@ -297,13 +320,20 @@ mod host_impl {
             let Some(kube) = self.kubernetes.clone() else {
                 return Ok(Err(no_cluster()));
             };
+            let held = match self.hold("exec", 0) {
+                Ok(h) => h,
+                Err(why) => return Ok(Err(over_limit(why))),
+            };
             match bounded(
                 self.call.cancel.clone(),
                 kube.exec(&self.identity.name, request),
             )
             .await
             {
-                Ok(s) => Ok(Ok(self.table().push(s)?)),
+                Ok(mut s) => {
+                    s.held = Some(held);
+                    Ok(Ok(self.table().push(s)?))
+                }
                 Err(e) => Ok(Err(e)),
             }
         }

@@ -33,6 +33,8 @@ pub struct WatchStream {
     peeked: Option<Item>,
     ended: Option<WatchEnd>,
     task: tokio::task::JoinHandle<()>,
+    /// Its place in the adapter's `limits.max_streams`, while it lives.
+    pub(crate) held: Option<crate::held::Held>,
 }
 
 impl Drop for WatchStream {
@@ -151,6 +153,7 @@ impl KubeContext {
             peeked: None,
             ended: None,
             task,
+            held: None,
         })
     }
 }

@@ -4,8 +4,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use pando_adapter_sdk::error::invalid;
-use pando_adapter_sdk::types::{BundleHandle, BundlePlan, Error};
-use pando_adapter_sdk::{info, time, warn};
+use pando_adapter_sdk::types::{BundleHandle, BundlePlan, Error, InputStream, StreamError};
+use pando_adapter_sdk::{info, io, time, warn};
 
 pub fn apply(plan: BundlePlan, greeting: Option<&str>) -> Result<BundleHandle, Error> {
     info!(
@@ -53,6 +53,27 @@ pub fn apply(plan: BundlePlan, greeting: Option<&str>) -> Result<BundleHandle, E
                     .parse()
                     .map_err(|_| invalid(format!("plan id `{id}`: log-flood-<lines>")))?;
                 return log_flood(n).map(|()| handle(plan.id));
+            }
+            if let Some(rest) = id.strip_prefix("from-bytes-") {
+                return hold_streams(rest, false).map(|location| BundleHandle {
+                    location,
+                    id: plan.id,
+                });
+            }
+            if let Some(rest) = id.strip_prefix("keep-from-bytes-") {
+                return hold_streams(rest, true).map(|location| BundleHandle {
+                    location,
+                    id: plan.id,
+                });
+            }
+            if let Some(n) = id.strip_prefix("pipes-") {
+                let n: usize = n
+                    .parse()
+                    .map_err(|_| invalid(format!("plan id `{id}`: pipes-<count>")))?;
+                return Ok(BundleHandle {
+                    location: hold_pipes(n),
+                    id: plan.id,
+                });
             }
             if let Some(ms) = id.strip_prefix("sleep-") {
                 let ms: u64 = ms
@@ -142,4 +163,56 @@ fn log_flood(lines: u64) -> Result<(), Error> {
         eprintln!("test adapter flooding stderr: line {i}");
     }
     Ok(())
+}
+
+/// `<n>-<bytes>`: `n` streams made with `from-bytes` of `bytes` bytes each,
+/// all held at once, then one byte read from each. Dropped on return, or
+/// leaked into the instance's table when `keep`. Reports
+/// `ok=<n> failed=<n> error=<the first failure>`.
+fn hold_streams(arg: &str, keep: bool) -> Result<String, Error> {
+    let parsed = arg
+        .split_once('-')
+        .and_then(|(n, b)| Some((n.parse::<usize>().ok()?, b.parse::<usize>().ok()?)));
+    let Some((n, bytes)) = parsed else {
+        return Err(invalid(format!("`{arg}`: from-bytes-<count>-<bytes>")));
+    };
+    let chunk = vec![b'a'; bytes];
+    let held: Vec<InputStream> = (0..n).map(|_| io::from_bytes(&chunk)).collect();
+    drop(chunk);
+    let (mut ok, mut failed, mut first) = (0, 0, String::new());
+    for stream in &held {
+        match stream.read(1) {
+            Ok(_) | Err(StreamError::Closed) => ok += 1,
+            Err(StreamError::LastOperationFailed(e)) => {
+                failed += 1;
+                if first.is_empty() {
+                    first = e.to_debug_string();
+                }
+            }
+        }
+    }
+    if keep {
+        std::mem::forget(held);
+    }
+    Ok(format!("ok={ok} failed={failed} error={first}"))
+}
+
+/// `n` pipes of 1 MiB, all held at once; reports as [`hold_streams`] does,
+/// from whether each output end takes a write.
+fn hold_pipes(n: usize) -> String {
+    let held: Vec<_> = (0..n).map(|_| io::pipe(1 << 20)).collect();
+    let (mut ok, mut failed, mut first) = (0, 0, String::new());
+    for (out, _inp) in &held {
+        match out.check_write() {
+            Ok(_) => ok += 1,
+            Err(StreamError::LastOperationFailed(e)) => {
+                failed += 1;
+                if first.is_empty() {
+                    first = e.to_debug_string();
+                }
+            }
+            Err(StreamError::Closed) => failed += 1,
+        }
+    }
+    format!("ok={ok} failed={failed} error={first}")
 }
