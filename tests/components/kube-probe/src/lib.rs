@@ -24,6 +24,7 @@
 //! | `raw:<method>:<path>` | raw `send` of `<method>` (`get`, `post`, `put`, `patch`, `delete`) to `<path>` as given, no body; a non-2xx answer is an error | the status |
 //! | `body:<method>:<type>:<path>` + newline + body | raw `send` of `<method>` to `<path>` with the rest of `plan.id` (after the first newline) as the body, sent as `<type>` (`json`, `merge`, `strategic`, `apply` (as field manager `kube-probe`, forced), `json-patch`); a non-2xx answer is an error | the status, `:`, the response body |
 //! | `huge-body:<bytes>` | raw `POST` of a ConfigMap to `pando-probe` whose body is `<bytes>` bytes of JSON (one string value), built in place; the host's error, if any, is reported, not raised | `<status>` on an answer; `too-large:<message>` (or `error:<message>` for any other error) when the host refused it |
+//! | `watches:<n>:<ns>` | `n` raw watches of pods in `<ns>` opened and held at once, then dropped | `ok=<opened> failed=<refused> error=<the first refusal>` |
 //! | `create-ns:<name>` | create namespace `<name>` | its name |
 //! | `flood:<n>` | `n` GETs of `/api/v1/namespaces/default` (stopping early on timeout or cancellation) | how many succeeded |
 //! | `big-body:<bytes>` | create a ConfigMap (`generateName: big-body-`) in `pando-probe` with one data value of `<bytes>` bytes | its name |
@@ -291,6 +292,7 @@ fn operation(id: &str) -> Result<String, Error> {
             Ok(created.metadata.name.unwrap_or_default())
         }
         "huge-body" => huge_body(arg),
+        "watches" => hold_watches(arg),
         "watch" => watch(arg),
         other => Err(error::invalid(format!("plan.id: no operation {other:?}"))),
     }
@@ -353,6 +355,39 @@ fn huge_body(arg: &str) -> Result<String, Error> {
         Err(kubernetes::ApiError::TooLarge(m)) => format!("too-large:{m}"),
         Err(e) => format!("error:{e:?}"),
     })
+}
+
+/// `watches:<n>:<ns>`: `n` watches held at once; how many opened, how many
+/// were refused, and the first refusal.
+fn hold_watches(arg: &str) -> Result<String, Error> {
+    let (n, ns) = arg
+        .split_once(':')
+        .ok_or_else(|| error::invalid("plan.id: watches:<n>:<namespace>"))?;
+    let n: usize = n
+        .parse()
+        .map_err(|_| error::invalid(format!("plan.id: {n:?} is not a count")))?;
+    let request = kubernetes::WatchRequest {
+        path: format!("/api/v1/namespaces/{ns}/pods"),
+        label_selector: None,
+        field_selector: None,
+        resource_version: None,
+        allow_bookmarks: false,
+        timeout_seconds: Some(60),
+    };
+    let mut held = Vec::new();
+    let (mut failed, mut first) = (0, String::new());
+    for _ in 0..n {
+        match kubernetes::watch(&request) {
+            Ok(w) => held.push(w),
+            Err(e) => {
+                failed += 1;
+                if first.is_empty() {
+                    first = format!("{e:?}");
+                }
+            }
+        }
+    }
+    Ok(format!("ok={} failed={failed} error={first}", held.len()))
 }
 
 fn raw_request(method: Method, path: &str) -> Request {

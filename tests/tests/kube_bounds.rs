@@ -1,0 +1,102 @@
+//! Issue 14 against the test cluster: Kubernetes watches the guest opens
+//! count against `limits.max_streams`. Past it each open is a typed
+//! `denied` naming the limit, before anything is sent; the host's memory
+//! and descriptors stay bounded, all is given back when the call ends, and
+//! a neighbour adapter opens its own.
+
+use pando_host::{Adapter, Grants, Host, Limits, LoadOptions};
+use pando_tests::cluster::{self, Identity};
+use pando_tests::memory::{mib, open_fds, peak, reset_peak, rss};
+use pando_tests::{components, probe};
+
+const MIB: u64 = 1 << 20;
+
+async fn probe_with(limits: Limits) -> (Adapter, Host) {
+    let host = Host::builder()
+        .cache_dir(probe::shared_cache())
+        .build()
+        .expect("host builds");
+    let client = cluster::client(Identity::Pando)
+        .await
+        .expect("a client for the pando identity");
+    let grants = Grants::from_text("test grants", probe::GRANTS).expect("grants parse");
+    let adapter = host
+        .load_file(
+            &components::kube_probe(),
+            LoadOptions {
+                grants,
+                limits,
+                kubernetes: Some(client),
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("the probe loads");
+    (adapter, host)
+}
+
+/// `ok=<n> failed=<n> error=<first>`, as the probe reports held watches.
+fn holdings(location: &str) -> (u64, u64, String) {
+    let rest = location
+        .strip_prefix("ok=")
+        .unwrap_or_else(|| panic!("unexpected location {location:?}"));
+    let (ok, rest) = rest.split_once(" failed=").expect("failed=");
+    let (failed, error) = rest.split_once(" error=").expect("error=");
+    (
+        ok.parse().expect("ok count"),
+        failed.parse().expect("failed count"),
+        error.to_string(),
+    )
+}
+
+#[tokio::test]
+async fn watches_past_max_streams_are_denied_naming_the_limit() {
+    let (a, _h1) = probe_with(Limits {
+        max_streams: 16,
+        ..Limits::default()
+    })
+    .await;
+    let (neighbour, _h2) = probe_with(Limits::default()).await;
+    let ns = probe::app_namespace("bounds").await;
+    // Warm up: the instance, the client's connections.
+    let got = probe::op(&a, &format!("watches:2:{}", ns.name))
+        .await
+        .expect("runs");
+    assert_eq!(holdings(&got).0, 2, "{got}");
+
+    let fds = open_fds();
+    let before = rss();
+    assert!(reset_peak());
+    let got = probe::op(&a, &format!("watches:200:{}", ns.name))
+        .await
+        .expect("runs");
+    let grown = peak().saturating_sub(before);
+    let (ok, failed, error) = holdings(&got);
+    assert_eq!((ok, failed), (16, 184), "{got}");
+    assert!(
+        error.contains("Denied") && error.contains("limits.max_streams"),
+        "{error}"
+    );
+    eprintln!(
+        "200 watches, cap 16: peak grew {:.1} MiB, descriptors {fds} -> {}",
+        mib(grown),
+        open_fds()
+    );
+    assert!(grown < 64 * MIB, "peak grew {:.0} MiB", mib(grown));
+    // HTTP/2 may carry the watches on one connection, or not: at most one
+    // descriptor each for the 16 allowed, none for the refused.
+    assert!(open_fds() <= fds + 16 + 4, "{fds} -> {}", open_fds());
+    let held = a.held_streams();
+    assert_eq!((held.bytes, held.streams), (0, 0), "{held:?}");
+    assert_eq!(held.refused, 184);
+
+    let got = probe::op(&neighbour, &format!("watches:20:{}", ns.name))
+        .await
+        .expect("runs");
+    assert_eq!(
+        holdings(&got),
+        (20, 0, String::new()),
+        "the neighbour opens its own"
+    );
+    ns.delete().await.expect("cleanup");
+}
