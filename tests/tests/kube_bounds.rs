@@ -2,12 +2,16 @@
 //! count against `limits.max_streams`. Past it each open is a typed
 //! `denied` naming the limit, before anything is sent; the host's memory
 //! and descriptors stay bounded, all is given back when the call ends, and
-//! a neighbour adapter opens its own.
+//! a neighbour adapter opens its own. Refused requests and the PV claim
+//! check's read draw on the rate budget as requests do.
 
-use pando_host::{Adapter, Grants, Host, Limits, LoadOptions};
+use std::time::Duration;
+
+use pando_host::types::Error as AdapterError;
+use pando_host::{Adapter, CallContext, CallError, Grants, Host, Limits, LoadOptions};
 use pando_tests::cluster::{self, Identity};
 use pando_tests::memory::{mib, open_fds, peak, reset_peak, rss};
-use pando_tests::{components, probe};
+use pando_tests::{components, plans, probe};
 
 const MIB: u64 = 1 << 20;
 
@@ -99,4 +103,79 @@ async fn watches_past_max_streams_are_denied_naming_the_limit() {
         "the neighbour opens its own"
     );
     ns.delete().await.expect("cleanup");
+}
+
+/// Grants with a rate budget of `burst` requests and next to no refill.
+fn grants_with_burst(burst: u32) -> Grants {
+    let text = probe::GRANTS.replace(
+        "rate: {qps: 50, burst: 50}",
+        &format!("rate: {{qps: 0.001, burst: {burst}}}"),
+    );
+    Grants::from_text("test grants", &text).expect("grants parse")
+}
+
+async fn probe_granted(grants: Grants) -> (Adapter, Host) {
+    let host = Host::builder()
+        .cache_dir(probe::shared_cache())
+        .build()
+        .expect("host builds");
+    let client = cluster::client(Identity::Pando)
+        .await
+        .expect("a client for the pando identity");
+    let adapter = host
+        .load_file(
+            &components::kube_probe(),
+            LoadOptions {
+                grants,
+                kubernetes: Some(client),
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("the probe loads");
+    (adapter, host)
+}
+
+/// An op with a short deadline: with the rate budget spent it cannot be
+/// sent, and the call ends at its deadline.
+async fn short_op(a: &Adapter, id: &str) -> Result<String, CallError> {
+    a.apply(
+        &CallContext::default().with_timeout(Duration::from_secs(3)),
+        &plans::plan(id, &[]),
+    )
+    .await
+    .map(|h| h.location)
+}
+
+#[tokio::test]
+async fn denied_requests_draw_on_the_rate_budget() {
+    let (a, _h) = probe_granted(grants_with_burst(3)).await;
+    let ns = probe::app_namespace("ratedeny").await;
+    for _ in 0..3 {
+        match short_op(&a, "secrets:kube-system").await {
+            Err(CallError::Adapter(AdapterError::Denied(_))) => {}
+            other => panic!("expected a denial, got {other:?}"),
+        }
+    }
+    // Three denials spent the burst of three: an allowed request waits.
+    let err = short_op(&a, &format!("read-ns:{}", ns.name))
+        .await
+        .expect_err("the budget is spent");
+    assert!(matches!(err, CallError::DeadlineExceeded { .. }), "{err:?}");
+    ns.delete().await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn the_pv_claim_check_draws_on_the_rate_budget() {
+    let (a, _h) = probe_granted(grants_with_burst(2)).await;
+    let name = cluster::unique_name("pando-no-such-pv");
+    // The claim check's read and the request itself: the burst of two.
+    match short_op(&a, &format!("pv:{name}")).await {
+        Err(CallError::Adapter(_)) => {}
+        other => panic!("expected the API server's 404, got {other:?}"),
+    }
+    let err = short_op(&a, &format!("pv:{name}"))
+        .await
+        .expect_err("the budget is spent");
+    assert!(matches!(err, CallError::DeadlineExceeded { .. }), "{err:?}");
 }

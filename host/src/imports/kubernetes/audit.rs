@@ -77,6 +77,24 @@ enum Outcome<'a> {
     Failed(&'a str),
 }
 
+/// The most of a guest's path or refusal message an audit event carries:
+/// a path is the guest's text, and one audit line a request must stay a
+/// line.
+pub(crate) const MAX_AUDIT_TEXT: usize = 1024;
+
+/// `text`, clipped to [`MAX_AUDIT_TEXT`] bytes on a character boundary,
+/// saying how long it was when clipped.
+pub(crate) fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_AUDIT_TEXT {
+        return text.into();
+    }
+    let mut end = MAX_AUDIT_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len()).into()
+}
+
 /// Writes the audit event for one call.
 fn record(
     adapter: &str,
@@ -107,6 +125,8 @@ fn record(
         Outcome::Opened => ("allowed", 0, ""),
         Outcome::Failed(why) => ("allowed", 0, why),
     };
+    let (path, error) = (clip(path), clip(error));
+    let (path, error) = (path.as_ref(), error.as_ref());
     tracing::info!(
         target: "pando_host::audit",
         adapter,
@@ -124,4 +144,29 @@ fn record(
         latency_ms = latency.as_secs_f64() * 1e3,
         "kubernetes {call}"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_guest_text_is_clipped_on_a_character_boundary() {
+        assert_eq!(clip("/api/v1/pods"), "/api/v1/pods");
+        let exact = "a".repeat(MAX_AUDIT_TEXT);
+        assert_eq!(clip(&exact), exact.as_str());
+        // A two-byte character straddling the limit is left out whole.
+        let long = format!("{}é{}", "a".repeat(MAX_AUDIT_TEXT - 1), "b".repeat(5000));
+        let clipped = clip(&long);
+        assert!(
+            clipped.starts_with(&"a".repeat(MAX_AUDIT_TEXT - 1)),
+            "{clipped}"
+        );
+        assert!(!clipped.contains('é'));
+        assert!(
+            clipped.ends_with(&format!("({} bytes)", long.len())),
+            "{clipped}"
+        );
+        assert!(clipped.len() < MAX_AUDIT_TEXT + 32);
+    }
 }

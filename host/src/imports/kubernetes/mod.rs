@@ -105,11 +105,15 @@ impl KubeContext {
         query: &[(String, String)],
         body_name: Option<&str>,
     ) -> Result<ApiRequest, ApiError> {
-        let parsed = path::parse(method, path, query).map_err(|e| {
-            let msg = e.to_string();
-            audit.denied(None, &msg);
-            ApiError::InvalidRequest(msg)
-        })?;
+        let parsed = match path::parse(method, path, query) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                let msg = e.to_string();
+                audit.denied(None, &msg);
+                self.limiter.acquire().await;
+                return Err(ApiError::InvalidRequest(msg));
+            }
+        };
         // Counted whether or not it is allowed: a refused write was still
         // an attempt to write.
         self.requests.record(&parsed);
@@ -117,6 +121,10 @@ impl KubeContext {
             && let Err(e) = self.authorize(*verb, target, body_name).await
         {
             audit.denied(Some(&parsed), &denial_message(&e));
+            // A denial costs what a request costs: a guest asking again and
+            // again for what it may not have is throttled like any other,
+            // and cannot flood the audit trail faster than its rate.
+            self.limiter.acquire().await;
             return Err(e);
         }
         Ok(parsed)
@@ -156,6 +164,9 @@ impl KubeContext {
         let Some(name) = target.name.as_deref() else {
             return self.checker.check(verb, target, None);
         };
+        // The read is a request to the API server the guest caused: it takes
+        // from the rate budget as the request it checks does.
+        self.limiter.acquire().await;
         let api: kube::Api<k8s_openapi::api::core::v1::PersistentVolume> =
             kube::Api::all(self.client.clone());
         let claim_ns = match api.get_opt(name).await {

@@ -149,6 +149,8 @@ impl KubeContext {
         // the copy wasmtime made of the guest's argument.
         if let Err(e) = check_body(req.body.as_deref(), self.max_body) {
             audit.denied(None, &denial_message(&e));
+            // Refusals cost what requests cost (see `admit`).
+            self.limiter.acquire().await;
             return Err(e);
         }
         // Only a create is matched by its body's name.
