@@ -1,6 +1,8 @@
 //! The audit trail: one `tracing` event per Kubernetes call, with the
 //! adapter's identity, what was asked, the decision and how long it took.
 
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::grants::path::ApiRequest;
@@ -8,6 +10,7 @@ use crate::grants::path::ApiRequest;
 /// One Kubernetes call being audited: who, which call, which path, since
 /// when. Each way the call can end writes its one event.
 pub(crate) struct Audit<'a> {
+    runs: &'a DenialRuns,
     adapter: &'a str,
     call: &'static str,
     path: &'a str,
@@ -16,8 +19,14 @@ pub(crate) struct Audit<'a> {
 
 impl<'a> Audit<'a> {
     /// Starts timing a call.
-    pub(crate) fn start(adapter: &'a str, call: &'static str, path: &'a str) -> Self {
+    pub(crate) fn start(
+        runs: &'a DenialRuns,
+        adapter: &'a str,
+        call: &'static str,
+        path: &'a str,
+    ) -> Self {
         Audit {
+            runs,
             adapter,
             call,
             path,
@@ -27,7 +36,13 @@ impl<'a> Audit<'a> {
 
     /// Refused before anything was sent.
     pub(crate) fn denied(&self, request: Option<&ApiRequest>, why: &str) {
-        self.write(request, Outcome::Denied(why), Duration::ZERO);
+        // The same refusal again and again is written at its 1st, 2nd, 4th,
+        // 8th … time in a row, saying how many: a guest repeating it cannot
+        // fill the trail, and the count is still there.
+        let Some(repeated) = self.runs.note(self.call, self.path, why) else {
+            return;
+        };
+        self.write_repeated(request, Outcome::Denied(why), Duration::ZERO, repeated);
     }
 
     /// Sending failed, after `throttled` waiting for the rate budget.
@@ -51,15 +66,41 @@ impl<'a> Audit<'a> {
     }
 
     fn write(&self, request: Option<&ApiRequest>, outcome: Outcome<'_>, throttled: Duration) {
-        record(
-            self.adapter,
-            self.call,
-            request,
-            self.path,
-            outcome,
-            throttled,
-            self.started.elapsed(),
-        );
+        self.write_repeated(request, outcome, throttled, 1);
+    }
+
+    fn write_repeated(
+        &self,
+        request: Option<&ApiRequest>,
+        outcome: Outcome<'_>,
+        throttled: Duration,
+        repeated: u64,
+    ) {
+        record(self, request, outcome, throttled, repeated);
+    }
+}
+
+/// An adapter's run of identical refusals in a row: which one, how many.
+#[derive(Debug, Default)]
+pub(crate) struct DenialRuns {
+    last: Mutex<(u64, u64)>,
+}
+
+impl DenialRuns {
+    /// Counts one refusal; `Some(n)` when the event is to be written, `n`
+    /// the refusals in a row it stands for (a power of two, or 1 for a new
+    /// one).
+    pub(crate) fn note(&self, call: &str, path: &str, why: &str) -> Option<u64> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (call, path, why).hash(&mut h);
+        let key = h.finish();
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.0 == key && last.1 > 0 {
+            last.1 += 1;
+        } else {
+            *last = (key, 1);
+        }
+        last.1.is_power_of_two().then_some(last.1)
     }
 }
 
@@ -97,14 +138,14 @@ pub(crate) fn clip(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Writes the audit event for one call.
 fn record(
-    adapter: &str,
-    call: &str,
+    audit: &Audit<'_>,
     request: Option<&ApiRequest>,
-    path: &str,
     outcome: Outcome<'_>,
     throttled: Duration,
-    latency: Duration,
+    repeated: u64,
 ) {
+    let (adapter, call) = (audit.adapter, audit.call);
+    let latency = audit.started.elapsed();
     let (verb, resource, namespace, name) = match request {
         Some(ApiRequest::Resource { verb, target }) => (
             verb.to_string(),
@@ -125,7 +166,7 @@ fn record(
         Outcome::Opened => ("allowed", 0, ""),
         Outcome::Failed(why) => ("allowed", 0, why),
     };
-    let (path, error) = (clip(path), clip(error));
+    let (path, error) = (clip(audit.path), clip(error));
     let (path, error) = (path.as_ref(), error.as_ref());
     tracing::info!(
         target: "pando_host::audit",
@@ -140,6 +181,7 @@ fn record(
         status,
         cached,
         error,
+        repeated,
         throttled_ms = throttled.as_secs_f64() * 1e3,
         latency_ms = latency.as_secs_f64() * 1e3,
         "kubernetes {call}"
@@ -149,6 +191,28 @@ fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_repeated_is_written_at_powers_of_two_and_a_new_one_at_once() {
+        let runs = DenialRuns::default();
+        let written: Vec<Option<u64>> = (0..9).map(|_| runs.note("send", "/p", "no")).collect();
+        assert_eq!(
+            written,
+            [
+                Some(1),
+                Some(2),
+                None,
+                Some(4),
+                None,
+                None,
+                None,
+                Some(8),
+                None
+            ]
+        );
+        assert_eq!(runs.note("send", "/q", "no"), Some(1), "another path");
+        assert_eq!(runs.note("send", "/p", "no"), Some(1), "a new run");
+    }
 
     #[test]
     fn long_guest_text_is_clipped_on_a_character_boundary() {

@@ -285,7 +285,7 @@ impl KubeContext {
         sub: &str,
     ) -> Result<(), ApiError> {
         let path = format!("/api/v1/namespaces/{namespace}/pods/{pod}/{sub}");
-        let audit = Audit::start(adapter, call, &path);
+        let audit = Audit::start(&self.denial_runs, adapter, call, &path);
         let parsed = self
             .admit(&audit, path::Method::Get, &path, &[], None)
             .await?;

@@ -56,6 +56,8 @@ pub struct KubeContext {
     pub(crate) objects: Arc<ObjectPolicy>,
     /// The watch-fed cache reads may be answered from, if any.
     pub(crate) cache: Option<Arc<crate::kubecache::WatchCache>>,
+    /// The adapter's run of identical refusals, for the audit trail.
+    pub(crate) denial_runs: Arc<audit::DenialRuns>,
 }
 
 impl std::fmt::Debug for KubeContext {
@@ -76,6 +78,7 @@ impl KubeContext {
             max_body: grants.max_body_bytes,
             objects: Arc::new(ObjectPolicy::new(&grants.objects)),
             cache: None,
+            denial_runs: Arc::new(audit::DenialRuns::default()),
         }
     }
 

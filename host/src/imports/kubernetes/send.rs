@@ -142,7 +142,7 @@ impl KubeContext {
         deadline: Option<Instant>,
     ) -> Result<Response, ApiError> {
         let path = req.path.clone();
-        let audit = Audit::start(adapter, "send", &path);
+        let audit = Audit::start(&self.denial_runs, adapter, "send", &path);
         let (pm, _) = method(req.method);
         // The cap before anything reads the body (the name of a create, the
         // object rules): an oversized body costs the host nothing more than

@@ -127,7 +127,7 @@ impl KubeContext {
         if let Some(t) = req.timeout_seconds {
             query.push(("timeoutSeconds".into(), t.to_string()));
         }
-        let audit = Audit::start(adapter, "watch", &req.path);
+        let audit = Audit::start(&self.denial_runs, adapter, "watch", &req.path);
         let parsed = self
             .admit(&audit, path::Method::Get, &req.path, &query, None)
             .await?;
