@@ -223,13 +223,18 @@ fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error
 
 /// Waits until the pod `name` is gone, so its successor can take the name.
 pub(crate) fn wait_gone(api: &Api<Pod>, name: &str) -> Result<(), Error> {
+    wait_gone_within(api, name, POD_GONE_WAIT)
+}
+
+/// [`wait_gone`] with a bound of the caller's.
+pub(crate) fn wait_gone_within(api: &Api<Pod>, name: &str, limit: Duration) -> Result<(), Error> {
     let step = Duration::from_millis(250);
     let mut waited = Duration::ZERO;
     while api.get_opt(name).map_err(Error::from)?.is_some() {
-        if waited >= POD_GONE_WAIT {
+        if waited >= limit {
             return Err(Error::Conflict(format!(
-                "pod `{name}` is still terminating after {} s; apply again once it is gone",
-                POD_GONE_WAIT.as_secs()
+                "pod `{name}` is still terminating after {} s; try again once it is gone",
+                limit.as_secs()
             )));
         }
         pando_adapter_sdk::time::sleep(step)?;

@@ -89,10 +89,40 @@ pub fn check(config: &Config) -> Result<(), Error> {
 
 /// Makes what is missing of the canary and waits for its pods; the
 /// server's pod address.
+/// How long a terminating canary namespace is waited for.
+const NAMESPACE_GONE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn wait_namespace_gone(
+    namespaces: &Api<Namespace>,
+) -> Result<(), pando_adapter_sdk::kube::KubeError> {
+    let step = std::time::Duration::from_millis(500);
+    let mut waited = std::time::Duration::ZERO;
+    while namespaces.get_opt(NAMESPACE)?.is_some() {
+        if waited >= NAMESPACE_GONE_WAIT {
+            break;
+        }
+        if pando_adapter_sdk::time::sleep(step).is_err() {
+            break;
+        }
+        waited += step;
+    }
+    Ok(())
+}
+
 fn ensure(config: &Config) -> Result<String, Error> {
     let ctx = |e| Error::from(e).context(&format!("the NetworkPolicy canary in `{NAMESPACE}`"));
     let namespaces = Api::<Namespace>::all();
-    if namespaces.get_opt(NAMESPACE).map_err(ctx)?.is_none() {
+    let mut current = namespaces.get_opt(NAMESPACE).map_err(ctx)?;
+    // Being deleted (by an operator, or a test), it refuses new pods: wait for it to go and
+    // make it again, rather than report the cluster unhealthy for it.
+    if current
+        .as_ref()
+        .is_some_and(|ns| ns.metadata.deletion_timestamp.is_some())
+    {
+        wait_namespace_gone(&namespaces).map_err(ctx)?;
+        current = None;
+    }
+    if current.is_none() {
         let ns: Namespace = objects::typed(json!({
             "apiVersion": "v1", "kind": "Namespace",
             "metadata": { "name": NAMESPACE, "labels": { objects::MANAGED_BY: objects::MANAGER } },

@@ -77,17 +77,15 @@ impl HelperPod {
             // canary's and edge's namespaces have no LimitRange to give it.
             "resources": { "requests": { "cpu": "10m", "memory": "16Mi" },
                            "limits": { "memory": "128Mi" } },
-            "securityContext": objects::restricted_context(objects::HELPER_UID),
+            "securityContext": if mount.is_some() {
+                // A volume's files are of any owner (docs/kubernetes-adapter.md, "Pod
+                // Security"): `baseline`, with the few capabilities that takes.
+                objects::volume_helper_context()
+            } else {
+                objects::restricted_context(objects::HELPER_UID)
+            },
         });
-        // Pod Security `restricted`: as `nobody`, it reads what the volume lets group
-        // `nobody` or anyone read (a snapshot mounts it read-only, and nothing is changed);
-        // on a read-write mount (a restore) `fsGroup` has the kubelet give the files that
-        // group, with write, where the volume type supports it (docs/kubernetes-adapter.md,
-        // "Pod Security").
-        let mut pod_context = objects::pod_context();
-        pod_context["fsGroup"] = json!(objects::HELPER_UID);
-        pod_context["fsGroupChangePolicy"] = json!("OnRootMismatch");
-        pod_context["supplementalGroups"] = json!([objects::HELPER_UID]);
+        let pod_context = objects::pod_context();
         let mut spec = json!({
             "restartPolicy": "Never",
             "automountServiceAccountToken": false,

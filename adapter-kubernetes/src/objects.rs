@@ -71,6 +71,23 @@ pub fn restricted_context(uid: u64) -> Value {
     })
 }
 
+/// The volume helper's container `securityContext` (snapshots and restores): root, with
+/// only what handling files of any owner takes — reading and writing them past their modes,
+/// keeping their owners and modes as tar restores them — no privilege escalation, the
+/// runtime's default seccomp profile. Pod Security `baseline`, not `restricted`: a volume
+/// holds files of whatever user the app wrote them as, and a helper as `nobody` can neither
+/// read one only its owner may read nor remove the old contents a restore replaces (it
+/// failed half-way through the swap, on the real node).
+pub fn volume_helper_context() -> Value {
+    json!({
+        "runAsUser": 0,
+        "runAsGroup": 0,
+        "allowPrivilegeEscalation": false,
+        "capabilities": { "drop": ["ALL"], "add": ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"] },
+        "seccompProfile": { "type": "RuntimeDefault" },
+    })
+}
+
 /// The pod `securityContext` of every pod the adapter makes: the runtime's
 /// default seccomp profile (`restricted` asks it of each pod; `baseline`
 /// would allow `Unconfined`, which app pods never get either).

@@ -49,8 +49,14 @@ exec tar -cf - .
 "#;
 
 /// Unpacks the archive on stdin into a staging directory on the volume.
+/// A swap that a crash cut short is undone first (see [`SWAP_SCRIPT`]).
 const UNPACK_SCRIPT: &str = r#"set -e
 v="${PANDO_HELPER_ROOT:-}$1"
+if [ -d "$v/.pando-old" ]; then
+  find "$v" -mindepth 1 -maxdepth 1 ! -name .pando-restore ! -name .pando-old -exec rm -rf {} \;
+  find "$v/.pando-old" -mindepth 1 -maxdepth 1 -exec mv {} "$v/" \;
+  rmdir "$v/.pando-old"
+fi
 rm -rf "$v/.pando-restore"
 mkdir "$v/.pando-restore"
 if ! tar -C "$v/.pando-restore" -xf -; then
@@ -60,12 +66,19 @@ fi
 "#;
 
 /// Swaps the staging directory for the volume's old contents.
+/// The old contents are moved aside before the new are moved in, and only removed once
+/// the new are in place: a failure part-way leaves every old file on the volume (in
+/// `.pando-old`), never deleted.
 const SWAP_SCRIPT: &str = r#"set -e
 v="${PANDO_HELPER_ROOT:-}$1"
 s="$v/.pando-restore"
-find "$v" -mindepth 1 -maxdepth 1 ! -name .pando-restore -exec rm -rf {} \;
+o="$v/.pando-old"
+rm -rf "$o"
+mkdir "$o"
+find "$v" -mindepth 1 -maxdepth 1 ! -name .pando-restore ! -name .pando-old -exec mv {} "$o/" \;
 find "$s" -mindepth 1 -maxdepth 1 -exec mv {} "$v/" \;
 rmdir "$s"
+rm -rf "$o"
 "#;
 
 /// How many zero bytes end every tar archive (two 512-byte blocks).
@@ -77,8 +90,14 @@ const RECORD: u64 = 10240;
 /// How much one read of the caller's stream takes.
 const CHUNK: u64 = 64 * 1024;
 
-/// Removes what a failed restore left.
+/// Removes what a failed restore left, and puts back the old contents of a swap that
+/// failed part-way: the new ones that came in go, the caller still has them in its archive.
 const ABORT_SCRIPT: &str = r#"v="${PANDO_HELPER_ROOT:-}$1"
+if [ -d "$v/.pando-old" ]; then
+  find "$v" -mindepth 1 -maxdepth 1 ! -name .pando-restore ! -name .pando-old -exec rm -rf {} \;
+  find "$v/.pando-old" -mindepth 1 -maxdepth 1 -exec mv {} "$v/" \;
+  rmdir "$v/.pando-old"
+fi
 rm -rf "$v/.pando-restore"
 "#;
 
@@ -172,7 +191,15 @@ pub fn restore_volume(
     let api = Api::<Pod>::namespaced(&ns);
     for user in users {
         let name = user.metadata.name.as_deref().unwrap_or_default();
-        crate::apply::wait_gone(&api, name).map_err(|e| {
+        // Its grace period, and a margin for the kill after it: a process that ignores
+        // SIGTERM takes all of it.
+        let grace = user
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(30);
+        let limit = std::time::Duration::from_secs(u64::try_from(grace).unwrap_or(30) + 15);
+        crate::apply::wait_gone_within(&api, name, limit).map_err(|e| {
             e.context(&format!(
                 "restore of volume `{ns}/{claim}`: waiting for its stopped user `{name}`"
             ))

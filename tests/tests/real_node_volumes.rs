@@ -28,7 +28,12 @@ async fn load() -> (Adapter, Host) {
 fn volume_plan(app: &str) -> pando_host::types::BundlePlan {
     let mut p = with_volume(plan(app, &["web"]), "data");
     p.workloads[0].image = BUSYBOX.into();
-    p.workloads[0].command = vec!["sleep".into(), "2147483647".into()];
+    // Ends on SIGTERM, so that a stop does not wait out the grace period.
+    p.workloads[0].command = vec![
+        "sh".into(),
+        "-c".into(),
+        "trap 'exit 0' TERM; sleep 2147483647 & wait".into(),
+    ];
     p
 }
 
