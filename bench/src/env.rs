@@ -227,3 +227,58 @@ pub fn native_kubernetes() -> Result<pando_adapter_kubernetes::KubernetesAdapter
     pando_adapter_kubernetes::KubernetesAdapter::configure(KUBERNETES_CONFIG)
         .map_err(|e| anyhow::anyhow!("configuring the native adapter: {e:?}"))
 }
+
+/// The adapter's per-namespace role (`deploy/kubernetes/rbac.yaml`): what `pando` may do in a
+/// namespace once bound there.
+const NAMESPACE_ROLE: &str = "pando-adapter-namespace";
+/// The binding's name, as the adapter names its own.
+const ADAPTER_BINDING: &str = "pando-adapter";
+
+/// Sets `ns` up as the adapter sets up a namespace it makes, as the admin: binds the
+/// adapter's namespace role to User `pando` (cluster-wide `pando` may write nothing) and gives
+/// it a LimitRange with a default memory limit; then waits (up to 10 s) until RBAC lets
+/// `pando` read the binding. What exists is kept.
+pub async fn bind_adapter(admin: &Client, ns: &str) -> Result<()> {
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    use kube::Api;
+    use kube::api::PostParams;
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": ADAPTER_BINDING },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": NAMESPACE_ROLE },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "pando" }],
+    }))?;
+    match Api::<RoleBinding>::namespaced(admin.clone(), ns)
+        .create(&PostParams::default(), &binding)
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return Err(e.into()),
+    }
+    // And the LimitRange the adapter gives an app namespace: the admission policy refuses
+    // `pando` a pod without a memory limit (`pods.memory-limit`).
+    let limits: k8s_openapi::api::core::v1::LimitRange =
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "pando-app" },
+            "spec": { "limits": [{ "type": "Container", "default": { "memory": "64Mi" } }] },
+        }))?;
+    match Api::<k8s_openapi::api::core::v1::LimitRange>::namespaced(admin.clone(), ns)
+        .create(&PostParams::default(), &limits)
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return Err(e.into()),
+    }
+    let pando = Api::<RoleBinding>::namespaced(client(Identity::Pando).await?, ns);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while let Err(e) = pando.get(ADAPTER_BINDING).await {
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "RBAC did not let pando read its binding in {ns} within 10 s: {e}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok(())
+}

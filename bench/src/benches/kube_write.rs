@@ -461,6 +461,8 @@ async fn prepare_namespace(admin: &Client) -> Result<()> {
             .create(&PostParams::default(), &ns)
             .await?;
     }
+    // `pando` writes here only through the adapter's namespace role.
+    crate::env::bind_adapter(admin, NAMESPACE).await?;
     // A run that failed midway may have left created objects.
     clean_batch(admin, 0).await.ok();
     let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), NAMESPACE);

@@ -155,7 +155,8 @@ async fn ensure_namespace(admin: &kube::Client) -> Result<()> {
             .create(&PostParams::default(), &ns)
             .await?;
     }
-    Ok(())
+    // `pando` reads logs here only through the adapter's namespace role.
+    crate::env::bind_adapter(admin, NAMESPACE).await
 }
 
 /// A running pod `name` in the bench namespace whose one container is

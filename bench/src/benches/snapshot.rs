@@ -143,12 +143,14 @@ async fn create_app(admin: &Client, ns: &str) -> Result<()> {
     let plan = plan();
     let namespaces: Api<Namespace> = Api::all(admin.clone());
     if setup::namespace_ready(admin, ns).await? {
-        return Ok(());
+        return crate::env::bind_adapter(admin, ns).await;
     }
     let pp = PostParams::default();
     namespaces
         .create(&pp, &objects::namespace(ns, APP).map_err(sdk)?)
         .await?;
+    // As the adapter would on making it: `pando` acts here through its namespace role.
+    crate::env::bind_adapter(admin, ns).await?;
     let claim = objects::claim(&config, APP, CLAIM, Some(1 << 30)).map_err(sdk)?;
     Api::<PersistentVolumeClaim>::namespaced(admin.clone(), ns)
         .create(&pp, &claim)
