@@ -232,12 +232,75 @@ pub fn grants() -> pando_host::Grants {
 
 /// The Kubernetes adapter as `pando`, with [`grants`] and [`ADAPTER_CONFIG`].
 pub async fn load_adapter() -> (pando_host::Adapter, pando_host::Host) {
-    crate::probe::load_as_pando(
-        &crate::kubernetes_adapter::component(),
-        grants(),
-        ADAPTER_CONFIG,
-    )
-    .await
+    load_adapter_with(ADAPTER_CONFIG).await
+}
+
+/// The Kubernetes adapter as `pando`, with [`grants`] and the configuration `config`.
+pub async fn load_adapter_with(config: &str) -> (pando_host::Adapter, pando_host::Host) {
+    crate::probe::load_as_pando(&crate::kubernetes_adapter::component(), grants(), config).await
+}
+
+/// Observes workload `workload` of app `app` until its reason satisfies `matches` (within
+/// [`WAIT`]), asserting on every look that it never runs; returns the reason. `never` says, in
+/// the failure, why it must not run.
+pub async fn reason_of_a_workload_that_never_runs(
+    adapter: &pando_host::Adapter,
+    app: &str,
+    workload: &str,
+    matches: impl Fn(&str) -> bool,
+    never: &str,
+) -> String {
+    let ctx = crate::kubernetes_adapter::ctx();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let observed = adapter
+            .observe(&ctx, &crate::plans::bundle(app))
+            .await
+            .expect("observe");
+        let w = observed
+            .workloads
+            .iter()
+            .find(|w| w.name == workload)
+            .expect("the workload is observed");
+        assert_ne!(
+            w.phase,
+            pando_host::types::WorkloadPhase::Running,
+            "{never}: {w:?}"
+        );
+        if matches(&w.reason) {
+            assert_eq!(w.phase, pando_host::types::WorkloadPhase::Pending, "{w:?}");
+            return w.reason.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "observe never gave the reason looked for; last: {w:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The namespace of app `app`'s trial and its pod `web`, once that pod runs (within [`WAIT`]).
+pub async fn running_trial(client: &Client, app: &str) -> (String, Pod) {
+    use k8s_openapi::api::core::v1::Namespace;
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let list = namespaces
+            .list(&kube::api::ListParams::default().labels(&format!("pando.dev/trial={app}")))
+            .await
+            .expect("namespaces");
+        if let Some(name) = list.items.first().and_then(|n| n.metadata.name.clone())
+            && let Some(pod) = Api::<Pod>::namespaced(client.clone(), &name)
+                .get_opt("web")
+                .await
+                .expect("pod")
+            && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        {
+            return (name, pod);
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no trial pod ran");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The test registry on the node's network (`scripts/lib/node-services.bash`): basic auth, the

@@ -490,24 +490,8 @@ async fn r097_a_trial_reports_exactly_its_listening_sockets_and_is_unreachable()
     };
     // Its namespace, once its pod runs.
     let namespaces = Api::<Namespace>::all(admin.clone());
-    let deadline = tokio::time::Instant::now() + node::WAIT;
-    let (trial_ns, ip) = loop {
-        let list = namespaces
-            .list(&kube::api::ListParams::default().labels(&format!("pando.dev/trial={app}")))
-            .await
-            .expect("namespaces");
-        if let Some(name) = list.items.first().and_then(|n| n.metadata.name.clone())
-            && let Some(pod) = Api::<Pod>::namespaced(admin.clone(), &name)
-                .get_opt("web")
-                .await
-                .expect("pod")
-            && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-        {
-            break (name, node::ip(&pod));
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no trial pod ran");
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    };
+    let (trial_ns, pod) = node::running_trial(&admin, &app).await;
+    let ip = node::ip(&pod);
     let (control_ns, _) = control(&admin, "node-trial-control").await;
     let url = format!("http://{ip}:8080/");
     assert!(

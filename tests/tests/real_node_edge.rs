@@ -87,8 +87,7 @@ async fn r174_the_edge_serves_on_the_real_nodes_node_ports_once_observe_says_so(
     let admin = admin().await;
     node::require(&admin).await;
     let _edge = ka::edge_namespace_lock().await;
-    let (a, _h) =
-        pando_tests::probe::load_as_pando(&ka::component(), node::grants(), EDGE_CONFIG).await;
+    let (a, _h) = node::load_adapter_with(EDGE_CONFIG).await;
     // A run that failed half-way leaves its edge, holding the fixed node ports: remove it.
     for left in a.edges(&ctx()).await.expect("edges") {
         if left.starts_with("node-edge-") {

@@ -226,12 +226,7 @@ async fn r187_r025_a_cidr_rule_lets_out_to_that_address_and_nowhere_else() {
 async fn r187_a_host_rule_goes_out_through_the_gateway_and_only_there() {
     let admin = admin().await;
     node::require(&admin).await;
-    let (a, _h) = pando_tests::probe::load_as_pando(
-        &pando_tests::kubernetes_adapter::component(),
-        node::grants(),
-        GATEWAY_CONFIG,
-    )
-    .await;
+    let (a, _h) = node::load_adapter_with(GATEWAY_CONFIG).await;
     let app = id("node-gw");
     let ns = format!("pando-{app}");
     a.apply(
@@ -316,12 +311,7 @@ async fn r186_egress_restriction_is_reported_with_a_gateway_image_only() {
     let admin = admin().await;
     node::require(&admin).await;
     let (without, _h1) = node::load_adapter().await;
-    let (with, _h2) = pando_tests::probe::load_as_pando(
-        &pando_tests::kubernetes_adapter::component(),
-        node::grants(),
-        GATEWAY_CONFIG,
-    )
-    .await;
+    let (with, _h2) = node::load_adapter_with(GATEWAY_CONFIG).await;
     let caps = |a: pando_host::Adapter| async move {
         a.capabilities(&ctx())
             .await
@@ -339,12 +329,7 @@ async fn r186_egress_restriction_is_reported_with_a_gateway_image_only() {
 async fn r097_r187_a_restricted_trial_goes_out_through_its_own_gateway() {
     let admin = admin().await;
     node::require(&admin).await;
-    let (a, _h) = pando_tests::probe::load_as_pando(
-        &pando_tests::kubernetes_adapter::component(),
-        node::grants(),
-        GATEWAY_CONFIG,
-    )
-    .await;
+    let (a, _h) = node::load_adapter_with(GATEWAY_CONFIG).await;
     let app = id("node-gw-trial");
     let mut workload = pando_tests::plans::workload("web");
     workload.image = BUSYBOX.into();

@@ -4,11 +4,9 @@
 //! pulls them, and the kubelet verifies credentials for an image pulled with some
 //! (`imagePullCredentialsVerificationPolicy`), so each pull below is a real, authenticated one.
 
-use std::time::Duration;
-
-use pando_host::types::{BundlePlan, WorkloadPhase};
+use pando_host::types::BundlePlan;
 use pando_tests::kubernetes_adapter::{admin, cleanup, ctx, id, wait_phase};
-use pando_tests::plans::{bundle, plan};
+use pando_tests::plans::plan;
 use pando_tests::real_node::{self as node, Registry};
 
 fn registry_plan(app: &str, registry: &Registry, password: &str) -> BundlePlan {
@@ -54,28 +52,14 @@ async fn o41_a_wrong_password_is_a_pull_failure_in_words_and_the_corrected_one_i
     a.apply(&ctx(), &registry_plan(&app, &registry, "not-the-password"))
         .await
         .expect("apply");
-    let deadline = tokio::time::Instant::now() + node::WAIT;
-    let reason = loop {
-        let observed = a.observe(&ctx(), &bundle(&app)).await.expect("observe");
-        let w = observed
-            .workloads
-            .iter()
-            .find(|w| w.name == "web")
-            .expect("the workload is observed");
-        assert_ne!(
-            w.phase,
-            WorkloadPhase::Running,
-            "a wrong password must not pull the image: {w:?}"
-        );
-        if w.reason.starts_with("ErrImagePull") || w.reason.starts_with("ImagePullBackOff") {
-            break w.reason.clone();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no pull failure was observed; last: {w:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    let reason = node::reason_of_a_workload_that_never_runs(
+        &a,
+        &app,
+        "web",
+        |r| r.starts_with("ErrImagePull") || r.starts_with("ImagePullBackOff"),
+        "a wrong password must not pull the image",
+    )
+    .await;
     assert!(
         reason.contains(&registry.busybox()) || reason.contains("Back-off pulling image"),
         "the failure names the image, in the kubelet's words: {reason}"

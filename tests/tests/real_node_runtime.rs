@@ -4,17 +4,15 @@
 //! adapter's pod off the node: the same privileged `hostPath` pod, created as the cluster admin,
 //! reads a file this test put on the node.
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::api::PostParams;
 use kube::{Api, Client};
-use pando_host::types::{Error as AdapterError, IsolationClass, WorkloadPhase};
+use pando_host::types::{Error as AdapterError, IsolationClass};
 use pando_host::{CallError, Grants, Host, LoadOptions};
 use pando_tests::cluster::{self, Identity};
 use pando_tests::kubernetes_adapter::{admin, cleanup, ctx, id};
-use pando_tests::plans::{bundle, plan};
+use pando_tests::plans::plan;
 use pando_tests::real_node::{self as node, BUSYBOX};
 use pando_tests::{components, probe};
 use serde_json::{Value, json};
@@ -101,29 +99,14 @@ async fn r114_r115_a_handler_the_node_lacks_shows_in_words_why_its_pods_never_st
     p.workloads[0].image = BUSYBOX.into();
     p.workloads[0].command = vec!["sleep".into(), "600".into()];
     a.apply(&ctx(), &p).await.expect("apply");
-    let deadline = tokio::time::Instant::now() + node::WAIT;
-    let reason = loop {
-        let observed = a.observe(&ctx(), &bundle(&app)).await.expect("observe");
-        let w = observed
-            .workloads
-            .iter()
-            .find(|w| w.name == "web")
-            .expect("the workload is observed");
-        assert_ne!(
-            w.phase,
-            WorkloadPhase::Running,
-            "a pod under a missing handler cannot run"
-        );
-        if w.reason.contains(MISSING_HANDLER) {
-            assert_eq!(w.phase, WorkloadPhase::Pending, "{w:?}");
-            break w.reason.clone();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "observe never said why the pod does not start; last: {w:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    let reason = node::reason_of_a_workload_that_never_runs(
+        &a,
+        &app,
+        "web",
+        |r| r.contains(MISSING_HANDLER),
+        "a pod under a missing handler cannot run",
+    )
+    .await;
     assert!(
         reason.starts_with("FailedCreatePodSandBox:")
             && reason.contains(&format!(

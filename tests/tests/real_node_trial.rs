@@ -4,9 +4,8 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
-use kube::api::ListParams;
 use pando_host::types::{EgressPolicy, Error as AdapterError, NetworkRules, TrialRequest};
 use pando_host::{CallContext, CallError, CancellationToken};
 use pando_tests::kubernetes_adapter::{admin, id};
@@ -24,29 +23,6 @@ fn request(app: &str, duration: Duration) -> TrialRequest {
         },
         pull_credentials: vec![],
         duration_ms: duration.as_millis() as u64,
-    }
-}
-
-/// The trial namespace of `app`, once its pod runs.
-async fn running_trial(admin: &kube::Client, app: &str) -> String {
-    let namespaces = Api::<Namespace>::all(admin.clone());
-    let deadline = tokio::time::Instant::now() + node::WAIT;
-    loop {
-        let list = namespaces
-            .list(&ListParams::default().labels(&format!("pando.dev/trial={app}")))
-            .await
-            .expect("namespaces");
-        if let Some(name) = list.items.first().and_then(|n| n.metadata.name.clone())
-            && let Some(pod) = Api::<Pod>::namespaced(admin.clone(), &name)
-                .get_opt("web")
-                .await
-                .expect("pod")
-            && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-        {
-            return name;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no trial pod ran");
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -75,7 +51,7 @@ async fn r097_a_cancelled_trial_removes_its_namespace() {
         let a = a.clone();
         tokio::spawn(async move { a.trial(&ctx, &req).await })
     };
-    let ns = running_trial(&admin, &app).await;
+    let (ns, _) = node::running_trial(&admin, &app).await;
     cancel.cancel();
     let ended = tokio::time::timeout(Duration::from_secs(10), trial)
         .await
@@ -101,7 +77,7 @@ async fn r097_a_trial_longer_than_its_call_ends_before_the_deadline_and_removes_
         let a = a.clone();
         tokio::spawn(async move { a.trial(&ctx, &req).await })
     };
-    let ns = running_trial(&admin, &app).await;
+    let (ns, _) = node::running_trial(&admin, &app).await;
     let ended = trial.await.expect("join");
     match ended {
         Err(CallError::Adapter(AdapterError::Timeout(m))) => assert!(

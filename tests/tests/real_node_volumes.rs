@@ -22,7 +22,7 @@ use tokio::io::AsyncReadExt;
 async fn load() -> (Adapter, Host) {
     let mut config: Value = serde_json::from_str(node::ADAPTER_CONFIG).expect("config");
     config["storage_class"] = json!("pando-local");
-    pando_tests::probe::load_as_pando(&ka::component(), node::grants(), &config.to_string()).await
+    node::load_adapter_with(&config.to_string()).await
 }
 
 fn volume_plan(app: &str) -> pando_host::types::BundlePlan {
