@@ -133,6 +133,8 @@ impl<'a> Arbitrary<'a> for Structured {
             Rate {
                 qps: u.arbitrary()?,
                 burst: u.int_in_range(0..=20)?,
+                write_bytes_per_second: u.arbitrary()?,
+                write_burst_bytes: u.arbitrary()?,
             }
         };
         let grants = Grants {

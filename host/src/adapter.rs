@@ -125,12 +125,17 @@ impl Adapter {
         &self.inner.limits
     }
 
-    /// Which Kubernetes grants this adapter used, and what was denied, since
-    /// it was loaded; none without a Kubernetes import.
+    /// Which Kubernetes grants this adapter used, what was denied, and
+    /// what the host's limits refused (streams included), since it was
+    /// loaded; none without a Kubernetes import.
     pub fn grant_report(&self) -> Option<crate::grants::check::GrantReport> {
         let kube = self.inner.pool.factory.kubernetes.as_ref()?;
         let grants = self.inner.grants.kubernetes.as_ref()?;
-        Some(kube.usage().report(grants))
+        let mut report = kube.usage().report(grants);
+        let held = self.held_streams();
+        report.add_limit_refusals("limits.max_streams", held.refused_streams);
+        report.add_limit_refusals("limits.stream_buffer_bytes", held.refused_bytes);
+        Some(report)
     }
 
     /// The Kubernetes requests this adapter asked the host for since it was

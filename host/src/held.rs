@@ -27,7 +27,8 @@ pub(crate) struct HeldBudget {
     max_streams: u32,
     bytes: AtomicU64,
     streams: AtomicU32,
-    refused: AtomicU64,
+    refused_streams: AtomicU64,
+    refused_bytes: AtomicU64,
 }
 
 /// What an adapter holds now, and how often it was refused.
@@ -37,8 +38,10 @@ pub struct HeldUsage {
     pub bytes: u64,
     /// Streams and sessions open now.
     pub streams: u32,
-    /// Requests refused over `stream_buffer_bytes` or `max_streams` so far.
-    pub refused: u64,
+    /// Opens refused over `limits.max_streams` so far.
+    pub refused_streams: u64,
+    /// Opens refused over `limits.stream_buffer_bytes` so far.
+    pub refused_bytes: u64,
 }
 
 impl HeldBudget {
@@ -48,7 +51,8 @@ impl HeldBudget {
             max_streams: limits.max_streams,
             bytes: AtomicU64::new(0),
             streams: AtomicU32::new(0),
-            refused: AtomicU64::new(0),
+            refused_streams: AtomicU64::new(0),
+            refused_bytes: AtomicU64::new(0),
         }
     }
 
@@ -57,7 +61,8 @@ impl HeldBudget {
         HeldUsage {
             bytes: self.bytes.load(Ordering::Relaxed),
             streams: self.streams.load(Ordering::Relaxed),
-            refused: self.refused.load(Ordering::Relaxed),
+            refused_streams: self.refused_streams.load(Ordering::Relaxed),
+            refused_bytes: self.refused_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -78,10 +83,13 @@ impl HeldBudget {
             })
             .is_err()
         {
-            return Err(self.refuse(format!(
-                "{what} refused: the adapter has {max} streams and sessions open, its \
+            return Err(self.refuse(
+                &self.refused_streams,
+                format!(
+                    "{what} refused: the adapter has {max} streams and sessions open, its \
                  `limits.max_streams`; close some, or raise the limit"
-            )));
+                ),
+            ));
         }
         let max_bytes = self.max_bytes;
         if self
@@ -93,7 +101,7 @@ impl HeldBudget {
         {
             self.streams.fetch_sub(1, Ordering::AcqRel);
             let held = self.bytes.load(Ordering::Relaxed);
-            return Err(self.refuse(format!(
+            return Err(self.refuse(&self.refused_bytes, format!(
                 "{what} of {bytes} bytes refused: the host holds {held} bytes of stream buffers \
                  for the adapter, and its `limits.stream_buffer_bytes` is {max_bytes}; drop \
                  streams it no longer needs, or raise the limit"
@@ -107,8 +115,8 @@ impl HeldBudget {
         })
     }
 
-    fn refuse(&self, message: String) -> String {
-        self.refused.fetch_add(1, Ordering::Relaxed);
+    fn refuse(&self, counter: &AtomicU64, message: String) -> String {
+        counter.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(%message, "over a stream limit");
         message
     }
@@ -248,7 +256,8 @@ mod tests {
             HeldUsage {
                 bytes: 0,
                 streams: 0,
-                refused: 2
+                refused_streams: 1,
+                refused_bytes: 1,
             }
         );
         assert_eq!(inst.load(Ordering::Relaxed), 0);

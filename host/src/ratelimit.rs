@@ -2,7 +2,9 @@
 //! fail. An adapter over its budget is slowed to it, as client-go's limiter
 //! slows the reference adapter. The guest's log budget
 //! ([`crate::imports::log::LogBudget`]) uses the same bucket the other way:
-//! a record over it is dropped, never waited for.
+//! a record over it is dropped, never waited for. The write budget
+//! ([`ByteBudget`]) meters bytes rather than requests, and refuses a write
+//! whose wait would end after the call's deadline instead of waiting for it.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -72,9 +74,97 @@ impl RateLimiter {
     }
 }
 
+/// A token bucket of bytes: `per_second` refilled, `burst` held at most.
+/// A write takes its size; one the bucket cannot cover yet reserves it
+/// (the bucket goes into debt) and waits its turn, so writers queue in the
+/// order they asked rather than racing for each refill.
+#[derive(Debug)]
+pub struct ByteBudget {
+    per_second: f64,
+    burst: f64,
+    state: Mutex<Bucket>,
+}
+
+impl ByteBudget {
+    /// A full bucket. `per_second` and `burst` of 0 are taken as 1.
+    pub fn new(per_second: u64, burst: u64) -> Self {
+        let burst = burst.max(1) as f64;
+        ByteBudget {
+            per_second: per_second.max(1) as f64,
+            burst,
+            state: Mutex::new(Bucket {
+                tokens: burst,
+                last: Instant::now(),
+            }),
+        }
+    }
+
+    /// Reserves `bytes` at `now`: how long to wait before sending them, or,
+    /// if that wait would be longer than `max_wait`, how long it would be
+    /// (and nothing is reserved). More than the burst is never reserved.
+    pub fn reserve(
+        &self,
+        now: Instant,
+        bytes: u64,
+        max_wait: Duration,
+    ) -> Result<Duration, Duration> {
+        let mut b = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let elapsed = now.saturating_duration_since(b.last).as_secs_f64();
+        b.tokens = (b.tokens + elapsed * self.per_second).min(self.burst);
+        b.last = b.last.max(now);
+        let want = bytes as f64;
+        if want <= b.tokens {
+            b.tokens -= want;
+            return Ok(Duration::ZERO);
+        }
+        let wait = Duration::try_from_secs_f64((want - b.tokens) / self.per_second)
+            .unwrap_or(Duration::MAX);
+        if want > self.burst || wait > max_wait {
+            return Err(wait);
+        }
+        b.tokens -= want;
+        Ok(wait)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_pass_at_once_within_the_burst_then_wait_their_turn() {
+        let bb = ByteBudget::new(1000, 2000);
+        let t0 = Instant::now();
+        let long = Duration::from_secs(60);
+        assert_eq!(bb.reserve(t0, 1500, long), Ok(Duration::ZERO));
+        // 500 left: 1000 more take 0.5 s of refill, reserved now.
+        assert_eq!(bb.reserve(t0, 1000, long), Ok(Duration::from_millis(500)));
+        // The next writer queues behind it: 1.5 s.
+        assert_eq!(bb.reserve(t0, 1000, long), Ok(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn a_write_whose_wait_passes_the_deadline_reserves_nothing() {
+        let bb = ByteBudget::new(1000, 1000);
+        let t0 = Instant::now();
+        assert_eq!(bb.reserve(t0, 1000, Duration::ZERO), Ok(Duration::ZERO));
+        assert_eq!(
+            bb.reserve(t0, 500, Duration::from_millis(100)),
+            Err(Duration::from_millis(500))
+        );
+        // Nothing was reserved by the refusal: 0.5 s later 500 pass at once.
+        assert_eq!(
+            bb.reserve(t0 + Duration::from_millis(500), 500, Duration::ZERO),
+            Ok(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn more_than_the_burst_is_never_reserved() {
+        let bb = ByteBudget::new(1000, 1000);
+        let t0 = Instant::now() + Duration::from_secs(10);
+        assert!(bb.reserve(t0, 1001, Duration::MAX).is_err());
+    }
 
     #[test]
     fn burst_then_rate() {

@@ -267,10 +267,10 @@ async fn from_bytes_past_the_budget_fails_typed_and_memory_stays_bounded() {
         (0, 0),
         "all given back: {held:?}"
     );
-    assert_eq!(held.refused, failed);
+    assert_eq!((held.refused_streams, held.refused_bytes), (0, failed));
     assert_eq!(count(&a).await, 3, "nothing held: the instance is reused");
     assert_eq!(count(&neighbour).await, 2, "the neighbour goes on");
-    assert_eq!(neighbour.held_streams().refused, 0);
+    assert_eq!(neighbour.held_streams().refused_bytes, 0);
 }
 
 /// Streams the guest keeps past its call are not carried into the next
@@ -305,6 +305,7 @@ async fn pipes_past_max_streams_fail_typed() {
     assert!(open_fds() <= fds + 4);
     let held = a.held_streams();
     assert_eq!((held.bytes, held.streams), (0, 0), "{held:?}");
+    assert_eq!(held.refused_streams, failed, "each refusal counted");
     assert_eq!(count(&a).await, 2, "nothing held: the instance is reused");
 }
 

@@ -3,7 +3,8 @@
 //! `denied` naming the limit, before anything is sent; the host's memory
 //! and descriptors stay bounded, all is given back when the call ends, and
 //! a neighbour adapter opens its own. Refused requests and the PV claim
-//! check's read draw on the rate budget as requests do.
+//! check's read draw on the rate budget as requests do. Request bodies draw
+//! on the write budget in bytes: paced, then refused naming it.
 
 use std::time::Duration;
 
@@ -92,7 +93,7 @@ async fn watches_past_max_streams_are_denied_naming_the_limit() {
     assert!(open_fds() <= fds + 16 + 4, "{fds} -> {}", open_fds());
     let held = a.held_streams();
     assert_eq!((held.bytes, held.streams), (0, 0), "{held:?}");
-    assert_eq!(held.refused, 184);
+    assert_eq!((held.refused_streams, held.refused_bytes), (184, 0));
 
     let got = probe::op(&neighbour, &format!("watches:20:{}", ns.name))
         .await
@@ -178,4 +179,90 @@ async fn the_pv_claim_check_draws_on_the_rate_budget() {
         .await
         .expect_err("the budget is spent");
     assert!(matches!(err, CallError::DeadlineExceeded { .. }), "{err:?}");
+}
+
+/// Grants with a write budget of `per_second` bytes a second and `burst`
+/// at once, and a request rate that never binds.
+fn grants_with_write_budget(per_second: u64, burst: u64) -> Grants {
+    let text = probe::GRANTS.replace(
+        "rate: {qps: 50, burst: 50}",
+        &format!(
+            "rate: {{qps: 50, burst: 50, write_bytes_per_second: {per_second}, \
+             write_burst_bytes: {burst}}}"
+        ),
+    );
+    Grants::from_text("test grants", &text).expect("grants parse")
+}
+
+#[tokio::test]
+async fn a_write_flood_is_paced_by_the_byte_budget_and_refused_typed_past_the_deadline() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    const PER_SECOND: u64 = 64 << 10;
+    const BURST: u64 = 128 << 10;
+    const BODY: u64 = 32 << 10;
+    const WRITES: u64 = 40;
+    let (a, _h) = probe_granted(grants_with_write_budget(PER_SECOND, BURST)).await;
+    let ns = probe::app_namespace("writeflood").await;
+    let deadline = Duration::from_secs(3);
+    let got = a
+        .apply(
+            &CallContext::default().with_timeout(deadline),
+            &plans::plan(&format!("write-flood:{WRITES}:{BODY}:{}", ns.name), &[]),
+        )
+        .await
+        .expect("the call returns within its deadline: nothing waits past it")
+        .location;
+    let (ok, failed, error) = holdings(&got);
+    // The burst passes at once; the rest of the call's 3 s refills at most
+    // 3 s of the rate. Each body is a little over BODY bytes.
+    let most = (BURST + PER_SECOND * deadline.as_secs()) / BODY;
+    assert!(
+        (BURST / (BODY + 1024)..=most).contains(&ok),
+        "{ok} writes passed: the budget allows between {} and {most} (got {got})",
+        BURST / (BODY + 1024)
+    );
+    assert_eq!(ok + failed, WRITES);
+    assert!(
+        error.contains("Denied") && error.contains("kubernetes.rate.write_bytes_per_second"),
+        "the refusal names the budget: {error}"
+    );
+    // What the API server holds is what passed, no more.
+    let admin = cluster::client(Identity::Admin).await.expect("admin");
+    let held = kube::Api::<ConfigMap>::namespaced(admin, &ns.name)
+        .list(&kube::api::ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .filter(|c| {
+            c.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("flood-"))
+        })
+        .count() as u64;
+    assert_eq!(held, ok, "the refused writes were never sent");
+    let report = a.grant_report().expect("a report");
+    let counted = report
+        .limit_refusals
+        .iter()
+        .find(|r| r.limit == "kubernetes.rate.write_bytes_per_second")
+        .map(|r| r.count);
+    assert_eq!(counted, Some(failed), "refusals are counted: {report:?}");
+    // A neighbour has its own budget: its burst passes at once.
+    let (b, _h2) = probe_granted(grants_with_write_budget(PER_SECOND, BURST)).await;
+    let got = b
+        .apply(
+            &CallContext::default().with_timeout(Duration::from_secs(10)),
+            &plans::plan(&format!("write-flood:2:{BODY}:{}", ns.name), &[]),
+        )
+        .await
+        .expect("the neighbour writes")
+        .location;
+    assert_eq!(
+        holdings(&got),
+        (2, 0, String::new()),
+        "the neighbour is unharmed"
+    );
+    ns.delete().await.expect("cleanup");
 }

@@ -387,6 +387,8 @@ struct UsageInner {
     dropped: u64,
     /// Writes the object rules refused, by rule id (a fixed set).
     object_denied: HashMap<&'static str, u64>,
+    /// Requests a host limit refused, by the limit's field (a fixed set).
+    limit_refused: HashMap<&'static str, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -449,6 +451,13 @@ impl GrantUsage {
         *self.lock().object_denied.entry(rule).or_insert(0) += 1;
     }
 
+    /// Records a request refused by a host limit rather than a grant:
+    /// `limit` is the field that would let it through
+    /// (`kubernetes.max_body_bytes`).
+    pub fn record_limit(&self, limit: &'static str) {
+        *self.lock().limit_refused.entry(limit).or_insert(0) += 1;
+    }
+
     /// The usage report: each rule of `grants` with its uses, and the
     /// denials, most frequent first.
     pub fn report(&self, grants: &KubernetesGrants) -> GrantReport {
@@ -491,12 +500,17 @@ impl GrantUsage {
             })
             .collect();
         object_denials.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.rule.cmp(&b.rule)));
-        GrantReport {
+        let mut report = GrantReport {
             rules,
             denials,
             denials_dropped: inner.dropped,
             object_denials,
+            limit_refusals: Vec::new(),
+        };
+        for (limit, &count) in &inner.limit_refused {
+            report.add_limit_refusals(limit, count);
         }
+        report
     }
 }
 
@@ -512,6 +526,39 @@ pub struct GrantReport {
     pub denials_dropped: u64,
     /// Writes the object rules refused, by rule, most frequent first.
     pub object_denials: Vec<ObjectDenialCount>,
+    /// Requests and streams a host limit refused, by the limit's field,
+    /// most frequent first: raise the field, or find why the adapter asks
+    /// for so much.
+    pub limit_refusals: Vec<LimitRefusalCount>,
+}
+
+impl GrantReport {
+    /// Counts `count` more refusals by `limit`, keeping the order.
+    pub fn add_limit_refusals(&mut self, limit: &str, count: u64) {
+        if count == 0 {
+            return;
+        }
+        match self.limit_refusals.iter_mut().find(|r| r.limit == limit) {
+            Some(r) => r.count += count,
+            None => self.limit_refusals.push(LimitRefusalCount {
+                limit: limit.to_string(),
+                count,
+            }),
+        }
+        self.limit_refusals
+            .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.limit.cmp(&b.limit)));
+    }
+}
+
+/// Refusals by one host limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LimitRefusalCount {
+    /// The limit's field: `kubernetes.max_body_bytes`,
+    /// `kubernetes.rate.write_bytes_per_second`, `limits.max_streams`,
+    /// `limits.stream_buffer_bytes`.
+    pub limit: String,
+    /// Requests or streams it refused.
+    pub count: u64,
 }
 
 /// Writes one object rule refused.

@@ -84,7 +84,7 @@ pub struct Rule {
     pub names: Vec<String>,
 }
 
-/// A request-rate budget: a token bucket.
+/// A request-rate budget and a write budget: token buckets.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Rate {
@@ -92,6 +92,29 @@ pub struct Rate {
     pub qps: f64,
     /// Requests allowed at once above that.
     pub burst: u32,
+    /// Sustained bytes a second of request bodies (creates, updates,
+    /// patches): what the adapter may add to etcd. A request rate alone lets
+    /// 5 requests a second of 3 MiB fill etcd's default 2 GiB quota in
+    /// minutes, and the whole cluster turns read-only. A write over the
+    /// budget waits its turn; one whose wait would end after the call's
+    /// deadline is refused at once (`denied`, naming this field).
+    #[serde(default = "default_write_bytes_per_second")]
+    pub write_bytes_per_second: u64,
+    /// Body bytes allowed at once above that; at least `max_body_bytes`,
+    /// so that every body the cap allows can pass.
+    #[serde(default = "default_write_burst_bytes")]
+    pub write_burst_bytes: u64,
+}
+
+fn default_write_bytes_per_second() -> u64 {
+    // An app's objects are a few KiB each; 1 MiB a second is hundreds of
+    // applies a second, and the 300 MiB the API server's five-minute
+    // compaction window could then hold stays far inside etcd's quota.
+    1 << 20
+}
+
+fn default_write_burst_bytes() -> u64 {
+    16 << 20
 }
 
 impl Default for Rate {
@@ -100,6 +123,8 @@ impl Default for Rate {
         Rate {
             qps: 5.0,
             burst: 10,
+            write_bytes_per_second: default_write_bytes_per_second(),
+            write_burst_bytes: default_write_burst_bytes(),
         }
     }
 }
@@ -149,6 +174,19 @@ impl Grants {
         }
         if k.rate.burst == 0 {
             return Err(bad("at `kubernetes.rate.burst`: must be at least 1".into()));
+        }
+        if k.rate.write_bytes_per_second == 0 {
+            return Err(bad(
+                "at `kubernetes.rate.write_bytes_per_second`: must be at least 1".into(),
+            ));
+        }
+        if k.rate.write_burst_bytes < k.max_body_bytes {
+            return Err(bad(format!(
+                "at `kubernetes.rate.write_burst_bytes`: {} is below `kubernetes.max_body_bytes` \
+                 ({}), so the largest body the cap allows could never be sent; raise it to at \
+                 least {}",
+                k.rate.write_burst_bytes, k.max_body_bytes, k.max_body_bytes
+            )));
         }
         for (i, rule) in k.rules.iter().enumerate() {
             if rule.verbs.is_empty() || rule.resources.is_empty() {
@@ -309,6 +347,33 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("rulez"), "{msg}");
         assert!(msg.contains("kubernetes"), "{msg}");
+    }
+
+    #[test]
+    fn the_write_budget_defaults_and_must_let_the_largest_body_through() {
+        let g = Grants::from_text("t", "kubernetes:\n  rate: {qps: 5, burst: 10}\n")
+            .expect("a rate without the write fields");
+        let rate = g.kubernetes.expect("kubernetes").rate;
+        assert_eq!(
+            (rate.write_bytes_per_second, rate.write_burst_bytes),
+            (1 << 20, 16 << 20)
+        );
+        let doc = "kubernetes:\n  max_body_bytes: 65536\n  rate: {qps: 5, burst: 10, write_burst_bytes: 1000}\n";
+        let msg = Grants::from_text("t", doc)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            msg.contains("kubernetes.rate.write_burst_bytes") && msg.contains("at least 65536"),
+            "{msg}"
+        );
+        let doc = "kubernetes:\n  rate: {qps: 5, burst: 10, write_bytes_per_second: 0}\n";
+        let msg = Grants::from_text("t", doc)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            msg.contains("kubernetes.rate.write_bytes_per_second"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::grants::KubernetesGrants;
 use crate::grants::check::{Checker, Decision, GrantUsage};
 use crate::grants::objects::ObjectPolicy;
 use crate::grants::path::{self, ApiRequest, ApiTarget, Verb};
-use crate::ratelimit::RateLimiter;
+use crate::ratelimit::{ByteBudget, RateLimiter};
 
 pub use exec::ExecSession;
 pub use requests::{RequestCounts, RequestKind, RequestLog};
@@ -51,6 +51,8 @@ pub struct KubeContext {
     /// Every request the adapter asked for, by verb and resource.
     pub(crate) requests: Arc<RequestLog>,
     pub(crate) limiter: Arc<RateLimiter>,
+    /// Request bodies' bytes a second (`kubernetes.rate.write_*`).
+    pub(crate) write_budget: Arc<ByteBudget>,
     pub(crate) max_body: u64,
     /// What written objects may contain.
     pub(crate) objects: Arc<ObjectPolicy>,
@@ -75,6 +77,10 @@ impl KubeContext {
             usage: Arc::new(GrantUsage::default()),
             requests: Arc::new(RequestLog::default()),
             limiter: Arc::new(RateLimiter::new(grants.rate.qps, grants.rate.burst)),
+            write_budget: Arc::new(ByteBudget::new(
+                grants.rate.write_bytes_per_second,
+                grants.rate.write_burst_bytes,
+            )),
             max_body: grants.max_body_bytes,
             objects: Arc::new(ObjectPolicy::new(&grants.objects)),
             cache: None,

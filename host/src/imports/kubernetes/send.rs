@@ -15,6 +15,11 @@
 //! `Config::default_retry = false`: with such a client the host sees no
 //! 429 until kube-rs gives up, and it is the deadline bound that keeps a
 //! throttled call from running into its deadline.
+//!
+//! A request with a body also draws its length from the write budget
+//! (`kubernetes.rate.write_bytes_per_second`): it waits its turn, or is
+//! refused at once (`denied`, naming the budget) when the turn would come
+//! after [`answer_by`].
 
 use std::time::{Duration, Instant};
 
@@ -24,7 +29,7 @@ use super::audit::Audit;
 use super::writes::Policed;
 use super::{KubeContext, MAX_RESPONSE_BYTES, denial_message};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
-    ApiError, ContentType, Method, Request, Response,
+    ApiError, ContentType, Denial, Method, Request, Response,
 };
 use crate::grants::path::{self, ApiRequest, Verb};
 
@@ -41,6 +46,14 @@ pub(crate) const MAX_CONFLICT_RETRIES: u32 = 3;
 
 /// How many times a throttled request is sent again, at most.
 pub(crate) const MAX_RETRIES: u32 = 10;
+
+/// What a write that waited for the write budget is left at least for its
+/// exchange: one whose turn leaves less is refused rather than sent to time
+/// out.
+const WRITE_EXCHANGE_TIME: Duration = Duration::from_millis(250);
+
+/// The field a write over the write budget names.
+const WRITE_BUDGET: &str = "kubernetes.rate.write_bytes_per_second";
 
 /// The longest `Retry-After` honoured (API Priority and Fairness asks for
 /// at most 32 s).
@@ -149,6 +162,7 @@ impl KubeContext {
         // the copy wasmtime made of the guest's argument.
         if let Err(e) = check_body(req.body.as_deref(), self.max_body) {
             audit.denied(None, &denial_message(&e));
+            self.usage.record_limit("kubernetes.max_body_bytes");
             // Refusals cost what requests cost (see `admit`).
             self.limiter.acquire().await;
             return Err(e);
@@ -195,6 +209,12 @@ impl KubeContext {
         }
         let throttled = self.limiter.acquire().await;
         let answer_by = answer_by(deadline, Instant::now());
+        if let Some(body) = req.body.as_deref()
+            && let Err(e) = self.take_write(body.len() as u64, answer_by).await
+        {
+            audit.denied(Some(&parsed), &denial_message(&e));
+            return Err(e);
+        }
         // What the write would produce, checked against the object rules;
         // a write conditioned on the checked version that meets a newer one
         // is checked and sent again, as a patch would be applied again.
@@ -249,6 +269,44 @@ impl KubeContext {
             headers,
             body,
         })
+    }
+
+    /// Takes `bytes` from the write budget, waiting for them while the wait
+    /// leaves the request [`WRITE_EXCHANGE_TIME`] before `answer_by`;
+    /// refused at once if it would not.
+    async fn take_write(&self, bytes: u64, answer_by: Option<Instant>) -> Result<(), ApiError> {
+        let now = Instant::now();
+        let max_wait = answer_by.map_or(Duration::MAX, |by| {
+            by.saturating_duration_since(now)
+                .saturating_sub(WRITE_EXCHANGE_TIME)
+        });
+        match self.write_budget.reserve(now, bytes, max_wait) {
+            Ok(wait) if wait.is_zero() => Ok(()),
+            Ok(wait) => {
+                tracing::debug!(
+                    bytes,
+                    wait_ms = wait.as_millis() as u64,
+                    "a write waits for the write budget"
+                );
+                tokio::time::sleep(wait).await;
+                Ok(())
+            }
+            Err(wait) => {
+                self.usage.record_limit(WRITE_BUDGET);
+                Err(ApiError::Denied(Denial {
+                    message: format!(
+                        "a write of {bytes} bytes refused: the adapter's write budget \
+                         (`{WRITE_BUDGET}`) would let it through in {:.1} s, after the call's \
+                         deadline; nothing was sent (write less, give the call more time, or \
+                         raise the budget in the adapter's grants)",
+                        wait.as_secs_f64()
+                    ),
+                    missing_grant: format!(
+                        "(none: the write budget `{WRITE_BUDGET}`, not a grant)"
+                    ),
+                }))
+            }
+        }
     }
 
     /// Sends `req` and reads the answer, sending it again while it is

@@ -292,6 +292,7 @@ fn operation(id: &str) -> Result<String, Error> {
             Ok(created.metadata.name.unwrap_or_default())
         }
         "huge-body" => huge_body(arg),
+        "write-flood" => write_flood(arg),
         "watches" => hold_watches(arg),
         "watch" => watch(arg),
         other => Err(error::invalid(format!("plan.id: no operation {other:?}"))),
@@ -388,6 +389,44 @@ fn hold_watches(arg: &str) -> Result<String, Error> {
         }
     }
     Ok(format!("ok={} failed={failed} error={first}", held.len()))
+}
+
+/// `write-flood:<n>:<bytes>:<namespace>`: creates `n` ConfigMaps of
+/// `bytes` each, going on past failures; `ok=<n> failed=<n> error=<first>`.
+fn write_flood(arg: &str) -> Result<String, Error> {
+    let mut parts = arg.splitn(3, ':');
+    let (Some(n), Some(bytes), Some(ns)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(error::invalid(
+            "plan.id: write-flood:<n>:<bytes>:<namespace>",
+        ));
+    };
+    let count = |s: &str| {
+        s.parse::<usize>()
+            .map_err(|_| error::invalid(format!("plan.id: {s:?} is not a count")))
+    };
+    let (n, bytes) = (count(n)?, count(bytes)?);
+    let api = Api::<ConfigMap>::namespaced(ns);
+    let (mut ok, mut failed, mut first) = (0, 0, String::new());
+    for _ in 0..n {
+        let config_map = ConfigMap {
+            metadata: ObjectMeta {
+                generate_name: Some("flood-".into()),
+                ..ObjectMeta::default()
+            },
+            data: Some(BTreeMap::from([("big".to_string(), "x".repeat(bytes))])),
+            ..ConfigMap::default()
+        };
+        match api.create(&PostParams::default(), &config_map) {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                failed += 1;
+                if first.is_empty() {
+                    first = format!("{e:?}");
+                }
+            }
+        }
+    }
+    Ok(format!("ok={ok} failed={failed} error={first}"))
 }
 
 fn raw_request(method: Method, path: &str) -> Request {
