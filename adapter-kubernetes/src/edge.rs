@@ -1,14 +1,17 @@
 //! The edge: Pando's public entry point, in its own namespace
 //! (`edge_namespace`), as a Deployment of at least two replicas with a
 //! disruption budget, behind the only LoadBalancer or NodePort Service
-//! Pando creates ([`edge_objects`]).
+//! Pando creates ([`edge_objects`]). A NetworkPolicy per edge admits its
+//! two ports and lets it reach only Pando's proxy (by the proxy alias, one
+//! `ExternalName` Service for every edge), cluster DNS and, where
+//! configured, the API server; the namespace denies everything else.
 //!
 //! `apply_edge` is idempotent like `apply` (O-41): each object is compared
 //! with what exists by the hash of what was asked for, so a satisfied plan
 //! writes nothing. `observe_edge` never remediates; it says, in words an
 //! operator can act on, why an edge does not serve, and warns when its
 //! ready replicas share a node. `remove_edge` removes what was made for an
-//! edge, and the namespace with the last edge.
+//! edge, and the proxy alias and the namespace with the last edge.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,6 +19,7 @@ use std::time::Duration;
 use pando_adapter_sdk::error::ErrorExt;
 use pando_adapter_sdk::kube::k8s_openapi::api::apps::v1::Deployment;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
 use pando_adapter_sdk::kube::k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use pando_adapter_sdk::kube::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use pando_adapter_sdk::kube::k8s_openapi::{Metadata, NamespaceResourceScope, Resource};
@@ -40,8 +44,16 @@ pub fn apply_edge(config: &Config, plan: &EdgePlan) -> Result<(), Error> {
     let deployment = eo::deployment(config, plan)?;
     let budget = eo::disruption_budget(plan)?;
     let service = eo::service(config, plan)?;
+    let policy = eo::network_policy(config, plan)?;
+    let alias = eo::proxy_alias(config)?;
     let ns = &config.edge_namespace;
     ensure_namespace(config, ns)?;
+    // The policies before the pods: an edge never runs unbounded, not
+    // even for the moment between two requests.
+    let policies = Api::<NetworkPolicy>::namespaced(ns);
+    ensure(&policies, eo::default_deny()?)?;
+    ensure(&policies, policy)?;
+    ensure(&Api::<Service>::namespaced(ns), alias)?;
     ensure(&Api::<Deployment>::namespaced(ns), deployment)?;
     ensure(&Api::<PodDisruptionBudget>::namespaced(ns), budget)?;
     ensure(&Api::<Service>::namespaced(ns), service)?;
@@ -308,8 +320,9 @@ fn shared_nodes(ready: &[&Pod]) -> Vec<String> {
         .collect()
 }
 
-/// Removes edge `name`'s Deployment (its pods with it), budget and
-/// Service; then the edge namespace when no edge remains. Removing an edge
+/// Removes edge `name`'s Deployment (its pods with it), budget, Service
+/// and policy; then the proxy alias, the default deny and the edge
+/// namespace when no edge remains. Removing an edge
 /// that does not exist is done already.
 pub fn remove_edge(config: &Config, name: &str) -> Result<(), Error> {
     let object = eo::object_name(name)?;
@@ -325,10 +338,16 @@ pub fn remove_edge(config: &Config, name: &str) -> Result<(), Error> {
     Api::<PodDisruptionBudget>::namespaced(ns)
         .delete_opt(&object, &dp)
         .map_err(ctx)?;
-    Api::<Service>::namespaced(ns)
-        .delete_opt(&object, &dp)
-        .map_err(ctx)?;
+    let services = Api::<Service>::namespaced(ns);
+    services.delete_opt(&object, &dp).map_err(ctx)?;
+    let policies = Api::<NetworkPolicy>::namespaced(ns);
+    policies.delete_opt(&object, &dp).map_err(ctx)?;
     if edges(config)?.is_empty() {
+        // The proxy alias goes with the last edge, explicitly: the
+        // namespace's deletion would take it too, but only once whatever
+        // else holds the namespace lets it finish.
+        services.delete_opt(eo::PROXY_ALIAS, &dp).map_err(ctx)?;
+        policies.delete_opt(eo::DEFAULT_DENY, &dp).map_err(ctx)?;
         delete_namespace(ns)?;
     }
     Ok(())

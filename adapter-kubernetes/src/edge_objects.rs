@@ -1,7 +1,9 @@
 //! The objects an edge is made of (R-174), built from its plan and the
-//! configuration: its namespace, a Deployment, a PodDisruptionBudget and
-//! the one Service Pando exposes outside the cluster. Pure functions: no
-//! host calls, so everything here is tested natively.
+//! configuration: its namespace, a Deployment, a PodDisruptionBudget, the
+//! one Service Pando exposes outside the cluster, the NetworkPolicy that
+//! bounds what the edge may reach, and the proxy alias (one for every edge)
+//! it reaches Pando's proxy by. Pure functions: no host calls, so
+//! everything here is tested natively.
 //!
 //! Like an app's objects, each carries `app.kubernetes.io/managed-by:
 //! pando`, and the ones Apply may rewrite carry a `pando.dev/spec-hash` of
@@ -9,13 +11,14 @@
 
 use pando_adapter_sdk::kube::k8s_openapi::api::apps::v1::Deployment;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Namespace, Service};
+use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
 use pando_adapter_sdk::kube::k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use pando_adapter_sdk::types::{EdgePlan, Error, Resources};
 use serde_json::{Value, json};
 
 use crate::config::{Config, EdgeServiceType};
 use crate::names;
-use crate::objects::{MANAGED_BY, MANAGER, typed, with_hash};
+use crate::objects::{MANAGED_BY, MANAGER, PANDO_SERVER_LABEL, typed, with_hash};
 
 /// Label naming the edge a Deployment, its pods, its budget and its
 /// Service belong to.
@@ -32,6 +35,14 @@ pub const NAME_PREFIX: &str = "pando-edge-";
 /// The longest edge name: its objects' names are DNS labels of at most 63
 /// characters, prefix included.
 pub const MAX_NAME_LEN: usize = 63 - NAME_PREFIX.len();
+/// The proxy alias: an `ExternalName` Service in the edge namespace naming
+/// Pando's Service (`pando_service` in `pando_namespace`), so that every
+/// edge reaches Pando's proxy as `pando-proxy:<proxy_port>` whatever
+/// namespace Pando runs in. One for all edges; it goes with the last.
+pub const PROXY_ALIAS: &str = "pando-proxy";
+/// The policy over every pod of the edge namespace that no edge's own
+/// policy admits: nothing in, nothing out.
+pub const DEFAULT_DENY: &str = "pando-default-deny";
 /// The node label replicas spread over.
 pub const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
 
@@ -207,6 +218,73 @@ pub fn service(config: &Config, plan: &EdgePlan) -> Result<Service, Error> {
     })))
 }
 
+/// The proxy alias ([`PROXY_ALIAS`]): a DNS name in the edge namespace for
+/// `<pando_service>.<pando_namespace>.svc.<cluster_domain>`, its port the
+/// proxy's. An alias rather than an address, so Pando's pods may come and go.
+pub fn proxy_alias(config: &Config) -> Result<Service, Error> {
+    let target = format!(
+        "{}.{}.svc.{}",
+        config.pando_service, config.pando_namespace, config.cluster_domain
+    );
+    typed(with_hash(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": { "name": PROXY_ALIAS, "labels": { MANAGED_BY: MANAGER } },
+        "spec": {
+            "type": "ExternalName",
+            "externalName": target,
+            "ports": [{ "name": "proxy", "port": config.proxy_port, "protocol": "TCP" }],
+        },
+    })))
+}
+
+/// The edge namespace's default deny: a pod no edge's policy selects gets
+/// no connection in or out, so nothing else put there is reachable
+/// through the edge's exposure.
+pub fn default_deny() -> Result<NetworkPolicy, Error> {
+    typed(with_hash(json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": { "name": DEFAULT_DENY, "labels": { MANAGED_BY: MANAGER } },
+        "spec": { "podSelector": {}, "policyTypes": ["Ingress", "Egress"] },
+    })))
+}
+
+/// Edge `plan.name`'s policy (R-174): in, anyone on its HTTP and HTTPS
+/// ports (it is what the outside reaches; a node port or a load balancer
+/// may bring any source address); out, cluster DNS (to resolve the alias),
+/// Pando's server pods on `proxy_port`, and the API server
+/// (`api_server_cidr`, which only the edge may reach) when configured.
+/// Nothing else: an edge that is broken into reaches no app and no other
+/// port of Pando's.
+pub fn network_policy(config: &Config, plan: &EdgePlan) -> Result<NetworkPolicy, Error> {
+    let labels = edge_labels(&plan.name);
+    let tcp = |port: u16| json!({ "protocol": "TCP", "port": port });
+    let proxy = json!({
+        "to": [{
+            "namespaceSelector": { "matchLabels": {
+                "kubernetes.io/metadata.name": config.pando_namespace } },
+            "podSelector": { "matchLabels": { PANDO_SERVER_LABEL.0: PANDO_SERVER_LABEL.1 } },
+        }],
+        "ports": [tcp(config.proxy_port)],
+    });
+    let mut egress = vec![crate::objects::dns_egress(), proxy];
+    if let Some(api) = &config.api_server_cidr {
+        egress.push(json!({ "to": [{ "ipBlock": { "cidr": api.to_string() } }] }));
+    }
+    typed(with_hash(json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": { "name": object_name(&plan.name)?, "labels": labels },
+        "spec": {
+            "podSelector": { "matchLabels": labels },
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{ "ports": [tcp(plan.http_port), tcp(plan.https_port)] }],
+            "egress": egress,
+        },
+    })))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,6 +423,53 @@ mod tests {
         assert_eq!(stored_hash(&a.metadata), stored_hash(&b.metadata));
         let d = deployment(&c, &plan(Some(3))).unwrap();
         assert_ne!(stored_hash(&a.metadata), stored_hash(&d.metadata));
+    }
+
+    #[test]
+    fn r174_the_proxy_alias_names_pandos_service_on_the_proxy_port() {
+        let c =
+            config(r#","pando_service":"front","pando_namespace":"pando-core","proxy_port":8081"#);
+        let alias = proxy_alias(&c).unwrap();
+        assert_eq!(alias.metadata.name.as_deref(), Some(PROXY_ALIAS));
+        let spec = alias.spec.unwrap();
+        assert_eq!(spec.type_.as_deref(), Some("ExternalName"));
+        assert_eq!(
+            spec.external_name.as_deref(),
+            Some("front.pando-core.svc.cluster.local")
+        );
+        assert_eq!(spec.ports.unwrap()[0].port, 8081);
+    }
+
+    #[test]
+    fn r174_the_edge_policy_admits_its_ports_and_reaches_only_the_proxy_and_the_api_server() {
+        let c = config(r#","proxy_port":8081"#);
+        let p = network_policy(&c, &plan(None)).unwrap();
+        let spec = serde_json::to_value(p.spec.unwrap()).unwrap();
+        assert_eq!(spec["podSelector"]["matchLabels"][EDGE_LABEL], "main");
+        let ingress = spec["ingress"].as_array().unwrap();
+        assert_eq!(ingress.len(), 1);
+        assert!(ingress[0].get("from").is_none(), "from anywhere: {spec}");
+        let ports: Vec<_> = ingress[0]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| &p["port"])
+            .collect();
+        assert_eq!(ports, [8080, 8443]);
+        let egress = spec["egress"].as_array().unwrap();
+        assert_eq!(egress.len(), 2, "DNS and the proxy, no API server: {spec}");
+        assert_eq!(egress[1]["ports"][0]["port"], 8081);
+        assert_eq!(
+            egress[1]["to"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+            "pando-system"
+        );
+        assert!(!spec.to_string().contains("0.0.0.0"), "{spec}");
+        let c = config(r#","api_server_cidr":"10.96.0.1/32""#);
+        let spec = serde_json::to_value(network_policy(&c, &plan(None)).unwrap().spec).unwrap();
+        assert_eq!(
+            spec["egress"][2]["to"][0]["ipBlock"]["cidr"],
+            "10.96.0.1/32"
+        );
     }
 
     #[test]

@@ -167,6 +167,15 @@ pub fn network_policy(config: &Config, plan: &BundlePlan) -> Result<NetworkPolic
     )
 }
 
+/// The egress rule to cluster DNS: port 53 in kube-system.
+pub fn dns_egress() -> Value {
+    json!({
+        "to": [{ "namespaceSelector": { "matchLabels": {
+            "kubernetes.io/metadata.name": "kube-system" } } }],
+        "ports": [{ "protocol": "UDP", "port": 53 }, { "protocol": "TCP", "port": 53 }],
+    })
+}
+
 /// A policy over every pod of a namespace: `ingress` as given (empty denies
 /// every connection in), egress to cluster DNS, the namespace itself, and
 /// `egress`.
@@ -176,13 +185,8 @@ pub fn policy(
     ingress: Vec<Value>,
     egress: Vec<Value>,
 ) -> Result<NetworkPolicy, Error> {
-    let dns = json!({
-        "to": [{ "namespaceSelector": { "matchLabels": {
-            "kubernetes.io/metadata.name": "kube-system" } } }],
-        "ports": [{ "protocol": "UDP", "port": 53 }, { "protocol": "TCP", "port": 53 }],
-    });
     let own = json!({ "to": [{ "podSelector": {} }] });
-    let egress: Vec<Value> = [dns, own].into_iter().chain(egress).collect();
+    let egress: Vec<Value> = [dns_egress(), own].into_iter().chain(egress).collect();
     typed(with_hash(json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

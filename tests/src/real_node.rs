@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, Toleration};
+use k8s_openapi::api::core::v1::{Container, Namespace, Node, Pod, PodSpec, Toleration};
 use kube::api::{AttachParams, ObjectMeta, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
@@ -64,6 +64,41 @@ pub async fn require(client: &Client) {
         ready,
         "the real node {NODE} is not Ready: see target/test-cluster/logs/kubelet.log"
     );
+}
+
+/// Makes namespace `name` unless it exists; never deletes it (tests share `pando-system`, where
+/// Pando's server would run).
+pub async fn ensure_namespace(client: &Client, name: &str) {
+    let api = Api::<Namespace>::all(client.clone());
+    if api.get_opt(name).await.expect("namespace").is_none() {
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        // Another test may make it at the same moment: a conflict is as good.
+        let _ = api.create(&PostParams::default(), &ns).await;
+    }
+}
+
+/// Retries `probe` for up to 30 s until it holds: kube-proxy, CoreDNS and kube-router each take
+/// a moment to follow a new object. Only for what must come to hold; a refusal is probed once,
+/// after a success has shown the path is up.
+pub async fn eventually<F, Fut>(what: &str, mut probe: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !probe().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within 30 s"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
 }
 
 /// A bare pod on the real node running `sh -c SCRIPT` in [`BUSYBOX`].

@@ -4,7 +4,6 @@
 //! commands there run on this machine, and every pod serves one log file.
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 use pando_host::types::{ExecRequest, LogOptions, RunRequest};
 use pando_tests::cluster;
@@ -217,25 +216,6 @@ async fn r150_after_stop_logs_are_the_exited_pods_own_output() {
     cleanup(&a, &app).await;
 }
 
-/// Creates namespace `name` unless it exists (Pando's own namespace may be there already).
-async fn ensure_namespace(client: &Client, name: &str) {
-    let api = Api::<Namespace>::all(client.clone());
-    if api.get_opt(name).await.expect("namespace").is_none() {
-        let _ = api
-            .create(
-                &PostParams::default(),
-                &Namespace {
-                    metadata: ObjectMeta {
-                        name: Some(name.into()),
-                        ..ObjectMeta::default()
-                    },
-                    ..Namespace::default()
-                },
-            )
-            .await;
-    }
-}
-
 #[tokio::test]
 async fn r023_r025_only_the_app_itself_and_pandos_server_reach_it_by_packets() {
     let admin = admin().await;
@@ -265,7 +245,7 @@ async fn r023_r025_only_the_app_itself_and_pandos_server_reach_it_by_packets() {
     );
 
     // Pando's server, in Pando's namespace with Pando's label, reaches the upstream's name.
-    ensure_namespace(&admin, "pando-system").await;
+    node::ensure_namespace(&admin, "pando-system").await;
     let server = cluster::unique_name("pando-server");
     let other = cluster::unique_name("not-pando");
     node::run(
@@ -311,6 +291,7 @@ async fn r023_r025_only_the_app_itself_and_pandos_server_reach_it_by_packets() {
 
 #[tokio::test]
 async fn o43_health_passes_where_networkpolicy_is_enforced() {
+    let _canary = ka::canary_lock().await;
     let admin = admin().await;
     node::require(&admin).await;
     let (a, _h) = node::load_adapter().await;

@@ -203,3 +203,169 @@ async fn r174_the_edge_serves_on_the_real_nodes_node_ports_once_observe_says_so(
     );
     a.remove_edge(&ctx(), &name).await.expect("remove_edge");
 }
+
+/// The edge's configuration for the proxy-alias test: node ports the cluster picks (the test
+/// above holds the fixed ones), Pando's Service named `service`, and the API server's address
+/// (the `kubernetes` Service's endpoint, the node's 198.18.0.1) when `api_server` is set.
+fn alias_config(service: &str, api_server: bool) -> String {
+    let api = if api_server {
+        r#", "api_server_cidr": "198.18.0.1/32""#
+    } else {
+        ""
+    };
+    format!(
+        r#"{{"pod_cidr": "198.18.0.0/24", "service_cidr": "198.19.0.0/17",
+        "helper_image": "pando.test/busybox:1", "edge_runtime_class": "pando-real-node",
+        "edge_service_type": "NodePort", "pando_service": "{service}"{api}}}"#
+    )
+}
+
+/// Pando's proxy as the edge finds it: the test server in `pando-system` with Pando's server
+/// label, serving the proxy port 8080 and another, 9090; and the Service `name` in front of it.
+async fn proxy_stand_in(admin: &kube::Client, name: &str) -> Pod {
+    use k8s_openapi::api::core::v1::Service;
+    node::ensure_namespace(admin, "pando-system").await;
+    let labels = [
+        ("app.kubernetes.io/name", "pando"),
+        ("pando.test/proxy", name),
+    ];
+    let mut pod = node::shell_pod(
+        name,
+        &labels,
+        "exec pando-test-server --listen 8080 --listen 9090",
+    );
+    if let Some(c) = pod.spec.as_mut().map(|s| &mut s.containers[0]) {
+        c.image = Some(node::TEST_SERVER.into());
+    }
+    let service: Service = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name },
+        "spec": { "selector": { "pando.test/proxy": name },
+                  "ports": [{ "name": "proxy", "port": 8080, "targetPort": 8080 }] },
+    }))
+    .expect("a Service");
+    Api::<Service>::namespaced(admin.clone(), "pando-system")
+        .create(&Default::default(), &service)
+        .await
+        .expect("Pando's Service");
+    node::run(admin, "pando-system", pod).await
+}
+
+/// A running pod of edge `name` on the real node.
+async fn an_edge_pod(admin: &kube::Client, name: &str) -> String {
+    let pods = Api::<Pod>::namespaced(admin.clone(), NS)
+        .list(&ListParams::default().labels(&format!("pando.dev/edge={name}")))
+        .await
+        .expect("the edge's pods");
+    pods.items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .and_then(|p| p.metadata.name.clone())
+        .expect("a running pod of the edge")
+}
+
+#[tokio::test]
+async fn r174_the_edge_reaches_pandos_proxy_by_its_alias_and_nothing_else() {
+    use k8s_openapi::api::core::v1::Service;
+    let admin = admin().await;
+    node::require(&admin).await;
+    let _edge = ka::edge_namespace_lock().await;
+    let service = cluster::unique_name("proxy");
+    let proxy = proxy_stand_in(&admin, &service).await;
+    let (a, _h) = node::load_adapter_with(&alias_config(&service, true)).await;
+    for left in a.edges(&ctx()).await.expect("edges") {
+        if left.starts_with("node-alias-") {
+            a.remove_edge(&ctx(), &left).await.expect("a left edge");
+        }
+    }
+    let mut name = cluster::unique_name("node-alias");
+    name.truncate(40);
+    let name = name.trim_end_matches('-').to_owned();
+    let plan = edge_plan(&name, &["--listen", "8080", "--listen", "8443"]);
+    a.apply_edge(&ctx(), &plan).await.expect("apply_edge");
+    let deadline = tokio::time::Instant::now() + ka::WAIT;
+    let serving = loop {
+        let s = observe(&a, &name).await;
+        if s.serving {
+            break s;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never served: {s:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let alias = Api::<Service>::namespaced(admin.clone(), NS)
+        .get("pando-proxy")
+        .await
+        .expect("the proxy alias in the edge namespace");
+    assert_eq!(
+        alias.spec.and_then(|s| s.external_name).as_deref(),
+        Some(format!("{service}.pando-system.svc.cluster.local").as_str()),
+        "the alias names Pando's Service (pando_service in pando_namespace)"
+    );
+    let edge = an_edge_pod(&admin, &name).await;
+
+    // What the edge must reach: Pando's proxy, by the alias, on the proxy port.
+    node::eventually("the edge reaches Pando's proxy as pando-proxy:8080", || {
+        node::reaches(&admin, NS, &edge, "http://pando-proxy:8080/")
+    })
+    .await;
+    // And the API server, which api_server_cidr names.
+    let api = node::KUBERNETES_SERVICE;
+    assert!(
+        node::connects(&admin, NS, &edge, api.0, api.1).await,
+        "with api_server_cidr the edge connects to the API server's Service"
+    );
+    // Nothing else, each of which the proxy's own pod (no policy) reaches.
+    let other_port = format!("http://{}:9090/", node::ip(&proxy));
+    let outside = format!("http://{}/", node::OUTSIDE_IP);
+    for url in [&other_port, &outside] {
+        assert!(
+            node::reaches(&admin, "pando-system", &service, url).await,
+            "control: a pod without a policy reaches {url}"
+        );
+        assert!(
+            !node::reaches(&admin, NS, &edge, url).await,
+            "the edge reaches only the proxy port of Pando's pods, and not {url}"
+        );
+    }
+    // And it is still reached from the outside on its node port: the policy admits what it serves.
+    let http_port = serving
+        .address
+        .as_deref()
+        .and_then(|a| a.split("http ").nth(1))
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        node::outside_reaches(&format!("http://{NODE_IP}:{http_port}/")),
+        "the outside host reaches the edge's node port {http_port} ({serving:?})"
+    );
+
+    // Without api_server_cidr the edge's policy no longer lets it reach the API server.
+    let (b, _hb) = node::load_adapter_with(&alias_config(&service, false)).await;
+    b.apply_edge(&ctx(), &plan).await.expect("apply_edge again");
+    node::eventually(
+        "without api_server_cidr the API server is refused",
+        || async { !node::connects(&admin, NS, &edge, api.0, api.1).await },
+    )
+    .await;
+
+    // The alias goes with the last edge.
+    b.remove_edge(&ctx(), &name).await.expect("remove_edge");
+    let left = Api::<Service>::namespaced(admin.clone(), NS)
+        .get_opt("pando-proxy")
+        .await
+        .expect("reading the alias");
+    assert!(
+        left.is_none(),
+        "the alias goes with the last edge: {left:?}"
+    );
+    let _ = Api::<Service>::namespaced(admin.clone(), "pando-system")
+        .delete(&service, &Default::default())
+        .await;
+    let _ = Api::<Pod>::namespaced(admin.clone(), "pando-system")
+        .delete(&service, &Default::default())
+        .await;
+}
