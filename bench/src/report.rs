@@ -29,9 +29,6 @@ pub enum Unit {
     /// A count (apps, requests).
     #[serde(rename = "count")]
     Count,
-    /// Bytes.
-    #[serde(rename = "B")]
-    Bytes,
 }
 
 impl Unit {
@@ -43,7 +40,6 @@ impl Unit {
             Unit::MibPerS => "MiB/s",
             Unit::Mib => "MiB",
             Unit::Count => "count",
-            Unit::Bytes => "B",
         }
     }
 }
