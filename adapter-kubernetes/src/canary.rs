@@ -14,9 +14,9 @@
 //! | reached | reached | **not enforced**: unhealthy, nothing is isolated |
 //! | refused | any | cannot tell: the pod network itself does not work (or the image lacks `wget`/`httpd`): unhealthy |
 //!
-//! The pods stay between checks (a check is then 1 LIST and 2 execs); a
-//! pod that ended or differs is replaced. Remove the namespace to remove
-//! them.
+//! The pods stay between checks (a check is then a GET of the policy, 1
+//! LIST and 2 execs); a pod that ended or differs is replaced, and so is
+//! the policy, on every check. Remove the namespace to remove them.
 
 use std::time::Duration;
 
@@ -36,6 +36,8 @@ use crate::{exec, objects};
 pub const NAMESPACE: &str = "pando-canary";
 /// The label that says which part of the canary a pod is.
 pub const ROLE_LABEL: &str = "pando.dev/canary";
+/// The canary's NetworkPolicy.
+pub const POLICY: &str = "pando-canary";
 /// The port the canary's server listens on.
 pub const PORT: u16 = 8080;
 /// How long a client waits for the server.
@@ -54,6 +56,44 @@ pub enum Verdict {
     NoNetwork,
 }
 
+/// What one client's fetch did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetch {
+    /// `wget` got the server's page.
+    Reached,
+    /// `wget` ran and got no page; how it ended (its exit status and what
+    /// it printed).
+    Refused(String),
+    /// The fetch did not run: `timeout` or `wget` missing from the image,
+    /// or the exec session failing. Says nothing about the network.
+    Broken(String),
+}
+
+impl Fetch {
+    /// Whether the fetch got the page.
+    pub fn reached(&self) -> bool {
+        *self == Fetch::Reached
+    }
+}
+
+/// How a fetch ended, from the command's exit status (`timeout` exits 124
+/// when it stopped `wget`; a shell 126 or 127 when the command could not
+/// run) and the tail of its stderr.
+pub fn classify(code: i32, stderr: &[u8]) -> Fetch {
+    let said = String::from_utf8_lossy(stderr).trim().to_string();
+    let said = if said.is_empty() {
+        String::new()
+    } else {
+        format!(": {said}")
+    };
+    match code {
+        0 => Fetch::Reached,
+        124 => Fetch::Refused(format!("no answer within {FETCH_TIMEOUT_S} s{said}")),
+        126 | 127 => Fetch::Broken(format!("exit status {code}{said}")),
+        _ => Fetch::Refused(format!("wget exited {code}{said}")),
+    }
+}
+
 /// The verdict of the two fetches (see the module doc).
 pub fn verdict(allowed_reached: bool, denied_reached: bool) -> Verdict {
     match (allowed_reached, denied_reached) {
@@ -64,12 +104,25 @@ pub fn verdict(allowed_reached: bool, denied_reached: bool) -> Verdict {
 }
 
 /// Runs the canary: `Ok` when NetworkPolicy is enforced, `unavailable`
-/// saying what is wrong otherwise.
+/// saying what is wrong otherwise: a client that could not run its fetch
+/// says so, apart from one that ran and reached nothing, since only the
+/// second is a finding about the network.
 pub fn check(config: &Config) -> Result<(), Error> {
     let ip = ensure(config)?;
     let allowed = fetch("allowed", &ip)?;
     let denied = fetch("denied", &ip)?;
-    match verdict(allowed, denied) {
+    for (role, f) in [("allowed", &allowed), ("denied", &denied)] {
+        if let Fetch::Broken(why) = f {
+            return Err(Error::Unavailable(format!(
+                "NetworkPolicy enforcement could not be checked (O-43): the canary's {role} \
+                 client in namespace `{NAMESPACE}` could not run `timeout {FETCH_TIMEOUT_S} wget` \
+                 ({why}); the helper image `{}` (configuration field `helper_image`) needs \
+                 `timeout`, `wget` and `httpd`, as busybox has",
+                config.helper_image
+            )));
+        }
+    }
+    match verdict(allowed.reached(), denied.reached()) {
         Verdict::Enforced => Ok(()),
         Verdict::NotEnforced => Err(Error::Unavailable(format!(
             "the cluster's network plugin does not enforce NetworkPolicy (O-43): a pod the \
@@ -77,13 +130,17 @@ pub fn check(config: &Config) -> Result<(), Error> {
              would be isolated from another; install a network plugin that enforces \
              NetworkPolicy (Calico, Cilium, …)"
         ))),
-        Verdict::NoNetwork => Err(Error::Unavailable(format!(
-            "NetworkPolicy enforcement could not be checked (O-43): the canary's allowed client \
-             could not reach its server at {ip}:{PORT} in namespace `{NAMESPACE}`; the pod \
-             network does not work, or the helper image `{}` (configuration field \
-             `helper_image`) lacks `wget` or `httpd`",
-            config.helper_image
-        ))),
+        Verdict::NoNetwork => {
+            let why = match &allowed {
+                Fetch::Refused(why) => why.as_str(),
+                _ => "",
+            };
+            Err(Error::Unavailable(format!(
+                "NetworkPolicy enforcement could not be checked (O-43): the canary's allowed \
+                 client could not reach its server at {ip}:{PORT} in namespace `{NAMESPACE}` \
+                 ({why}); the pod network does not work"
+            )))
+        }
     }
 }
 
@@ -131,19 +188,12 @@ fn ensure(config: &Config) -> Result<String, Error> {
         // Inside it the adapter acts through its own binding, made here.
         crate::rbac::bind_self(config, NAMESPACE)
             .inspect_err(|_| crate::quota::abandon(NAMESPACE))?;
-        let policy: NetworkPolicy = objects::typed(json!({
-            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": { "name": "pando-canary" },
-            "spec": {
-                "podSelector": { "matchLabels": { ROLE_LABEL: "server" } },
-                "policyTypes": ["Ingress"],
-                "ingress": [{ "from": [{ "podSelector": { "matchLabels": { ROLE_LABEL: "allowed" } } }] }],
-            },
-        }))?;
-        Api::<NetworkPolicy>::namespaced(NAMESPACE)
-            .create(&post(), &policy)
-            .map_err(ctx)?;
     }
+    // Every check, not only when the namespace is made: a policy deleted or
+    // edited since would make every later check say "not enforced" of a
+    // cluster that enforces it (O-43).
+    ensure_policy()
+        .map_err(|e| e.context(&format!("the NetworkPolicy canary in `{NAMESPACE}`")))?;
     let api = Api::<Pod>::namespaced(NAMESPACE);
     let existing = api
         .list(&ListParams::default().labels(ROLE_LABEL))
@@ -176,6 +226,34 @@ fn ensure(config: &Config) -> Result<String, Error> {
         p.is_some_and(|p| running(p) && pod_ip(p).is_some())
     })?;
     pod_ip(&server).ok_or_else(|| Error::Internal("the canary server has no address".into()))
+}
+
+/// The canary's policy (`server` admits only `allowed`), made when missing
+/// and replaced when its spec differs from what the adapter asks: one read
+/// when it is as it should be. The spec itself is compared, not a hash of
+/// it: an edit by hand keeps the hash annotation it came with.
+fn ensure_policy() -> Result<(), Error> {
+    let mut want: NetworkPolicy = objects::typed(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": { "name": POLICY },
+        "spec": {
+            "podSelector": { "matchLabels": { ROLE_LABEL: "server" } },
+            "policyTypes": ["Ingress"],
+            "ingress": [{ "from": [{ "podSelector": { "matchLabels": { ROLE_LABEL: "allowed" } } }] }],
+        },
+    }))?;
+    let api = Api::<NetworkPolicy>::namespaced(NAMESPACE);
+    match api.get_opt(POLICY).map_err(Error::from)? {
+        None => {
+            api.create(&post(), &want).map_err(Error::from)?;
+        }
+        Some(have) if have.spec != want.spec => {
+            want.metadata.resource_version = have.metadata.resource_version;
+            api.replace(POLICY, &post(), &want).map_err(Error::from)?;
+        }
+        Some(_) => {}
+    }
+    Ok(())
 }
 
 fn running(pod: &Pod) -> bool {
@@ -262,8 +340,8 @@ fn pod(config: &Config, role: &str) -> Result<Pod, Error> {
     })))
 }
 
-/// Whether client `role` reached the server: the exit status of `timeout N wget`.
-fn fetch(role: &str, ip: &str) -> Result<bool, Error> {
+/// What client `role`'s fetch of the server did ([`classify`]).
+fn fetch(role: &str, ip: &str) -> Result<Fetch, Error> {
     let url = if ip.contains(':') {
         format!("http://[{ip}]:{PORT}/")
     } else {
@@ -290,14 +368,14 @@ fn fetch(role: &str, ip: &str) -> Result<bool, Error> {
         .map_err(|e| Error::from(e).context(&format!("the canary's `{role}` client")))?;
     let out = ExecSession::stdout(&mut session);
     let err = ExecSession::stderr(&mut session);
-    exec::pump(out.as_ref(), err.as_ref(), None)?;
+    let stderr = exec::pump(out.as_ref(), err.as_ref(), None)?;
     drop((out, err));
     match ExecSession::wait(&mut session) {
-        Ok(code) => Ok(code == 0),
+        Ok(code) => Ok(classify(code, &stderr)),
         // Not allowed to exec is the adapter's setup, not the network's.
         Err(e @ Error::Denied(_)) => Err(e),
-        // wget missing, or the session failing: the client reached nothing.
-        Err(_) => Ok(false),
+        // The session failing says nothing about the network.
+        Err(e) => Ok(Fetch::Broken(e.to_string())),
     }
 }
 
@@ -311,5 +389,20 @@ mod tests {
         assert_eq!(verdict(true, true), Verdict::NotEnforced);
         assert_eq!(verdict(false, false), Verdict::NoNetwork);
         assert_eq!(verdict(false, true), Verdict::NoNetwork);
+    }
+
+    #[test]
+    fn o43_a_fetch_that_could_not_run_is_not_a_network_finding() {
+        assert_eq!(classify(0, b""), Fetch::Reached);
+        assert!(matches!(classify(124, b""), Fetch::Refused(m) if m.contains("no answer")));
+        assert!(matches!(classify(4, b""), Fetch::Refused(m) if m == "wget exited 4"));
+        assert!(matches!(
+            classify(1, b"wget: can't connect to remote host\n"),
+            Fetch::Refused(m) if m.ends_with("can't connect to remote host")
+        ));
+        assert!(matches!(
+            classify(127, b"timeout: failed to run command 'wget': No such file or directory"),
+            Fetch::Broken(m) if m.contains("127") && m.contains("wget")
+        ));
     }
 }

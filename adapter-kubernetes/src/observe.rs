@@ -149,6 +149,21 @@ fn ms(
     u64::try_from(t.0.as_millisecond()).ok()
 }
 
+/// The digest in a container status's `imageID`: the part after `@` of
+/// `repository@sha256:…` (the registry's manifest digest, as containerd and
+/// CRI-O report a pulled image), or the whole of a bare `sha256:…` (an
+/// image with no registry digest, by its own id). `None` when it is empty
+/// or neither: the runtime has not said yet.
+pub fn running_digest(image_id: &str) -> Option<String> {
+    let digest = image_id.rsplit_once('@').map_or(image_id, |(_, d)| d);
+    let (algorithm, hex) = digest.split_once(':')?;
+    let plausible = !algorithm.is_empty()
+        && algorithm.chars().all(|c| c.is_ascii_alphanumeric())
+        && hex.len() >= 32
+        && hex.chars().all(|c| c.is_ascii_hexdigit());
+    plausible.then(|| digest.to_string())
+}
+
 /// A workload from its pod: phase, digest, and the container's state.
 pub fn workload(name: &str, pod: &Pod) -> ObservedWorkload {
     let status = pod.status.as_ref();
@@ -162,17 +177,23 @@ pub fn workload(name: &str, pod: &Pod) -> ObservedWorkload {
     };
     let mut w = missing(name);
     w.phase = phase;
-    w.digest = pod
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(objects::DIGEST_ANNOTATION))
-        .cloned();
-    w.reason = status.and_then(|s| s.reason.clone()).unwrap_or_default();
-    let state = status
+    let container = status
         .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == objects::CONTAINER_NAME))
-        .and_then(|c| c.state.as_ref());
+        .and_then(|cs| cs.iter().find(|c| c.name == objects::CONTAINER_NAME));
+    // What the runtime says the container runs; until it says (the pod not
+    // started yet, its image not pulled), what the plan asked for, as the
+    // adapter recorded it.
+    w.digest = container
+        .and_then(|c| running_digest(&c.image_id))
+        .or_else(|| {
+            pod.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(objects::DIGEST_ANNOTATION))
+                .cloned()
+        });
+    w.reason = status.and_then(|s| s.reason.clone()).unwrap_or_default();
+    let state = container.and_then(|c| c.state.as_ref());
     if let Some(state) = state {
         if let Some(running) = &state.running {
             w.started_at_ms = running.started_at.as_ref().and_then(ms);
@@ -298,5 +319,37 @@ mod tests {
             Some("FailedCreatePodSandBox: no runtime for \"x\" is configured")
         );
         assert_eq!(newest_warning(&[]), None);
+    }
+
+    #[test]
+    fn the_digest_is_the_one_the_runtime_says_the_container_runs() {
+        let d = "sha256:6ccc695e3688fe44f17c256c0af34f309c2c7383f642c0d2a772d2afccd3c068";
+        assert_eq!(
+            running_digest(&format!("198.18.0.1:5000/pando/busybox@{d}")).as_deref(),
+            Some(d)
+        );
+        assert_eq!(running_digest(d).as_deref(), Some(d));
+        assert_eq!(running_digest(""), None);
+        assert_eq!(running_digest("busybox:1.36"), None, "a tag is no digest");
+        let with = |image_id: &str| {
+            let mut p = pod(json!({ "phase": "Running", "containerStatuses": [{
+                "name": objects::CONTAINER_NAME, "ready": true, "restartCount": 0,
+                "image": "i", "imageID": image_id,
+            }] }));
+            p.metadata.annotations = Some(
+                [(
+                    objects::DIGEST_ANNOTATION.to_string(),
+                    "planned".to_string(),
+                )]
+                .into(),
+            );
+            workload("web", &p).digest
+        };
+        assert_eq!(with(&format!("r/x@{d}")).as_deref(), Some(d));
+        assert_eq!(
+            with("").as_deref(),
+            Some("planned"),
+            "the plan's, until the runtime says"
+        );
     }
 }

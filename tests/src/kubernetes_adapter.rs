@@ -412,7 +412,19 @@ pub fn requests(mark: usize, ns: &str) -> Vec<Request> {
 /// the namespace from under another's, and "the namespace goes with the last edge" would see
 /// the other's edge. An exclusive lock on a file of the cluster's state, released on drop.
 pub async fn edge_namespace_lock() -> std::fs::File {
-    let path = cluster::state_dir().join("edge-namespace.lock");
+    state_lock("edge-namespace.lock").await
+}
+
+/// Holds the NetworkPolicy canary's namespace (`pando-canary`) for one test at a time across
+/// test binaries: a test that deletes or edits the canary's policy would otherwise fail another's
+/// health check, and KWOK's and the real node's configurations replace each other's pods.
+pub async fn canary_lock() -> std::fs::File {
+    state_lock("canary.lock").await
+}
+
+/// An exclusive lock on file `name` of the cluster's state, released on drop.
+async fn state_lock(name: &str) -> std::fs::File {
+    let path = cluster::state_dir().join(name);
     tokio::task::spawn_blocking(move || {
         let file = std::fs::OpenOptions::new()
             .create(true)

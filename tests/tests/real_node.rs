@@ -291,6 +291,7 @@ async fn r023_r025_only_the_app_itself_and_pandos_server_reach_it_by_packets() {
 
 #[tokio::test]
 async fn o43_health_passes_where_networkpolicy_is_enforced() {
+    let _canary = ka::canary_lock().await;
     let admin = admin().await;
     node::require(&admin).await;
     let (a, _h) = node::load_adapter().await;

@@ -81,6 +81,21 @@ def ms(text: Any) -> Optional[int]:
     return value if value >= 0 else None
 
 
+def running_digest(image_id: str) -> Optional[str]:
+    """The digest in a container status's `imageID`: after the `@` of
+    `repository@sha256:...`, or a bare `sha256:...`; None when the runtime
+    has not said (empty, or neither)."""
+    digest = image_id.rsplit("@", 1)[-1]
+    algorithm, _, hexpart = digest.partition(":")
+    plausible = (
+        algorithm.isascii()
+        and algorithm.isalnum()
+        and len(hexpart) >= 32
+        and all(c in "0123456789abcdefABCDEF" for c in hexpart)
+    )
+    return digest if plausible else None
+
+
 def workload(name: str, pod: Json) -> types.ObservedWorkload:
     """A workload from its pod: phase, digest, and its container's state."""
     status = pod.get("status") or {}
@@ -92,13 +107,18 @@ def workload(name: str, pod: Json) -> types.ObservedWorkload:
         else _PHASES.get(phase_text, types.WorkloadPhase.UNKNOWN)
     )
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    w.digest = annotations.get(objects.DIGEST_ANNOTATION)
-    w.reason = status.get("reason") or ""
-    state: Json = {}
+    container: Json = {}
     for c in status.get("containerStatuses") or []:
         if c.get("name") == objects.CONTAINER_NAME:
-            state = c.get("state") or {}
+            container = c
             break
+    # What the runtime says the container runs; the plan's, as recorded,
+    # until it says.
+    w.digest = running_digest(container.get("imageID") or "") or annotations.get(
+        objects.DIGEST_ANNOTATION
+    )
+    w.reason = status.get("reason") or ""
+    state: Json = container.get("state") or {}
     running = state.get("running")
     if running is not None:
         w.started_at_ms = ms(running.get("startedAt"))
