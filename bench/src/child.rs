@@ -55,6 +55,21 @@ pub enum Mode {
         /// The second pool size.
         large: u32,
     },
+    /// Holds `count` copies of the pod in `sample` in the watch-fed
+    /// cache's store (`compact`) or as typed values (`typed`), and reports
+    /// the resident memory it took (see `benches::cache_memory`).
+    CacheMemory {
+        /// The sample pod, as JSON.
+        sample: PathBuf,
+        /// Its app id, made unique in each copy.
+        id: String,
+        /// Its uid, made unique in each copy.
+        uid: String,
+        /// How many copies.
+        count: u32,
+        /// `compact` or `typed`.
+        store: String,
+    },
 }
 
 /// What `load-cached` reports.
@@ -107,6 +122,19 @@ pub async fn run(mode: Mode) -> Result<()> {
         Mode::Instances { small, large } => {
             serde_json::to_string(&crate::benches::memory::instances(small, large).await?)?
         }
+        Mode::CacheMemory {
+            sample,
+            id,
+            uid,
+            count,
+            store,
+        } => serde_json::to_string(&crate::benches::cache_memory::child(
+            &sample,
+            &id,
+            &uid,
+            count,
+            store == "typed",
+        )?)?,
     };
     println!("{json}");
     Ok(())

@@ -29,6 +29,9 @@ pub enum Unit {
     /// A count (apps, requests).
     #[serde(rename = "count")]
     Count,
+    /// Bytes.
+    #[serde(rename = "B")]
+    Bytes,
 }
 
 impl Unit {
@@ -40,6 +43,7 @@ impl Unit {
             Unit::MibPerS => "MiB/s",
             Unit::Mib => "MiB",
             Unit::Count => "count",
+            Unit::Bytes => "B",
         }
     }
 }

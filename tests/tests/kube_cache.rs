@@ -229,3 +229,62 @@ async fn an_observe_through_the_cache_costs_the_api_server_nothing_and_stays_cur
     cleanup(&live, &app).await;
     ka::delete_pv(&pv).await;
 }
+
+#[tokio::test]
+async fn a_cache_over_its_memory_budget_holds_nothing_answers_nothing_and_says_so() {
+    let grants = pando_host::Grants::from_text("test grants", probe::GRANTS).expect("grants");
+    let ns = probe::app_namespace("cachebudget").await;
+    for i in 0..4 {
+        admin_pod(&ns.name, &format!("managed-{i}"), true).await;
+    }
+    // Room for the namespaces store, not for four pods more.
+    let max_bytes = 4096;
+    let client = cluster::client(Identity::Pando).await.expect("pando");
+    let cache = WatchCache::start(
+        client,
+        CacheOptions {
+            max_bytes,
+            ..CacheOptions::default()
+        },
+    )
+    .expect("the cache starts");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        let status = cache.status();
+        let pods = status.stores.iter().find(|s| s.kind == "Pod").cloned();
+        if pods.as_ref().is_some_and(|p| p.over_budget) {
+            break status;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the pod store never reported it was over the budget: {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        status.bytes <= max_bytes,
+        "held within the budget: {status:?}"
+    );
+    let pods = status
+        .stores
+        .iter()
+        .find(|s| s.kind == "Pod")
+        .expect("pods");
+    assert_eq!(
+        (pods.objects, pods.bytes, pods.synced),
+        (0, 0, false),
+        "{pods:?}"
+    );
+    assert!(!cache.is_synced());
+    // Its reads go to the API server, and are answered all the same.
+    let (a, _h) =
+        probe::load_as_pando_cached(&components::kube_probe(), grants, "{}", Some(cache)).await;
+    let path = format!("/api/v1/namespaces/{}/pods/managed-0", ns.name);
+    assert_eq!(
+        probe::op(&a, &format!("any-version:{path}"))
+            .await
+            .expect("get"),
+        "200:live"
+    );
+    ns.delete().await.expect("cleanup");
+}

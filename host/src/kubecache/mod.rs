@@ -6,7 +6,12 @@
 //! What is kept: namespaces, pods, Services and PersistentVolumeClaims that
 //! carry the cache's label selector (by default Pando's
 //! `app.kubernetes.io/managed-by=pando`), cluster-wide, without
-//! `managedFields` or kubectl's last-applied copy.
+//! `managedFields` or kubectl's last-applied copy, as compressed JSON
+//! (`store`): about 700 bytes a pod held, where typed objects cost 13 KiB.
+//! All stores together hold at most [`CacheOptions::max_bytes`]; a store
+//! that would pass it is emptied, answers nothing (reads go to the API
+//! server), says so ([`WatchCache::status`], a warning) and lists again a
+//! minute later.
 //!
 //! What is answered, and the consistency the guest gets:
 //! - Only a `GET` or `LIST` that asks for `resourceVersion=0`, which in
@@ -39,21 +44,22 @@
 //! serves every adapter the host loads with the same client
 //! ([`crate::LoadOptions::kubernetes_cache`]).
 
-mod index;
 mod selector;
 mod store;
 
+use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Service};
-use kube::ResourceExt;
-use kube::runtime::reflector::ObjectRef;
 use serde::Serialize;
 
 use crate::grants::path::{ApiTarget, Verb};
-pub use selector::Selector;
-use store::{Reflected, list_key};
+pub use selector::{Labels, Selector};
+#[doc(hidden)]
+pub use store::Filled;
+pub use store::StoreStatus;
+use store::{Budget, Reflected};
 
 /// How the cache is set up.
 #[derive(Debug, Clone)]
@@ -61,12 +67,22 @@ pub struct CacheOptions {
     /// Which objects are kept: a label selector in the equality form
     /// (`k=v,k2`).
     pub label_selector: String,
+    /// The bytes the stores may hold together, as they count them (an
+    /// object's JSON, its labels and key, and a fixed overhead). A store
+    /// that would pass it is emptied, answers nothing (reads go to the API
+    /// server), says so in [`WatchCache::status`] and a warning, and lists
+    /// again a minute later. A re-list holds the old list and the new one
+    /// until it is done: leave room for twice the largest store.
+    pub max_bytes: u64,
 }
 
 impl Default for CacheOptions {
     fn default() -> Self {
         CacheOptions {
             label_selector: "app.kubernetes.io/managed-by=pando".into(),
+            // About 700 B a pod held (docs/benchmarks.md): some 90 000
+            // pods, with room to re-list them.
+            max_bytes: 128 << 20,
         }
     }
 }
@@ -91,14 +107,26 @@ pub struct Hit {
     pub age: Duration,
 }
 
+/// What the cache holds and whether it answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CacheStatus {
+    /// Bytes held by every store, as counted against `max_bytes`.
+    pub bytes: u64,
+    /// The budget, [`CacheOptions::max_bytes`].
+    pub max_bytes: u64,
+    /// Each store.
+    pub stores: Vec<StoreStatus>,
+}
+
 /// The watch-fed cache (see the module doc). Its watches run on the tokio
 /// runtime it was started on and stop when it is dropped.
 pub struct WatchCache {
     selector: Selector,
-    namespaces: Reflected<Namespace>,
-    pods: Reflected<Pod>,
-    services: Reflected<Service>,
-    claims: Reflected<PersistentVolumeClaim>,
+    budget: Arc<Budget>,
+    namespaces: Reflected,
+    pods: Reflected,
+    services: Reflected,
+    claims: Reflected,
 }
 
 impl std::fmt::Debug for WatchCache {
@@ -116,21 +144,26 @@ impl WatchCache {
         let selector = Selector::parse(&options.label_selector)
             .ok_or_else(|| CacheError::Selector(options.label_selector.clone()))?;
         let s = &options.label_selector;
+        let budget = Arc::new(Budget::new(options.max_bytes));
+        let b = || Arc::clone(&budget);
         Ok(Arc::new(WatchCache {
             selector,
-            namespaces: Reflected::start(client.clone(), s),
-            pods: Reflected::start(client.clone(), s),
-            services: Reflected::start(client.clone(), s),
-            claims: Reflected::start(client, s),
+            namespaces: Reflected::start::<Namespace>(client.clone(), s, b()),
+            pods: Reflected::start::<Pod>(client.clone(), s, b()),
+            services: Reflected::start::<Service>(client.clone(), s, b()),
+            claims: Reflected::start::<PersistentVolumeClaim>(client, s, b()),
+            budget,
         }))
     }
 
-    /// Whether every store has listed and its watch is connected.
+    fn stores(&self) -> [&Reflected; 4] {
+        [&self.namespaces, &self.pods, &self.services, &self.claims]
+    }
+
+    /// Whether every store has listed, its watch is connected and it is
+    /// within the budget.
     pub fn is_synced(&self) -> bool {
-        self.namespaces.ready().is_some()
-            && self.pods.ready().is_some()
-            && self.services.ready().is_some()
-            && self.claims.ready().is_some()
+        self.stores().iter().all(|s| s.ready().is_some())
     }
 
     /// Waits until [`is_synced`](Self::is_synced), up to `timeout`; whether
@@ -146,14 +179,23 @@ impl WatchCache {
         true
     }
 
-    /// Objects held, all stores together (for memory accounting).
+    /// Objects held, all stores together.
     pub fn len(&self) -> usize {
-        self.namespaces.len() + self.pods.len() + self.services.len() + self.claims.len()
+        self.stores().iter().map(|s| s.len()).sum()
     }
 
     /// Whether no object is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// What each store holds, whether it answers, and the budget.
+    pub fn status(&self) -> CacheStatus {
+        CacheStatus {
+            bytes: self.budget.held.load(std::sync::atomic::Ordering::Relaxed),
+            max_bytes: self.budget.max,
+            stores: self.stores().iter().map(|s| s.status()).collect(),
+        }
     }
 
     /// Answers a request the grants have already allowed, when the module
@@ -208,70 +250,48 @@ struct Request<'a> {
 }
 
 impl Request<'_> {
-    fn answer<K>(&self, reflected: &Reflected<K>, list_kind: &str) -> Option<Hit>
-    where
-        K: kube::Resource<DynamicType = ()>
-            + Clone
-            + std::fmt::Debug
-            + serde::de::DeserializeOwned
-            + Serialize
-            + Send
-            + Sync
-            + 'static,
-    {
-        let (store, age, version) = reflected.ready()?;
+    fn answer(&self, reflected: &Reflected, list_kind: &str) -> Option<Hit> {
+        let state = reflected.ready()?;
+        let age = state.heard.elapsed();
         if let Some(name) = self.name {
             if self.labels.is_some() {
                 return None;
             }
-            let mut key = ObjectRef::<K>::new(name);
-            if let Some(ns) = self.namespace {
-                key = key.within(ns);
-            }
-            let obj = store.get(&key)?;
-            let body = serde_json::to_vec(&*obj).ok()?;
-            return Some(Hit { body, age });
+            let entry = state.get(self.namespace.unwrap_or(""), name)?;
+            return Some(Hit {
+                body: state.json(entry)?,
+                age,
+            });
         }
         let wanted = Selector::parse(self.labels.unwrap_or(""))?;
         if !wanted.implies(self.selector) {
             return None;
         }
-        let in_namespace = self.namespace.and_then(|ns| reflected.in_namespace(ns));
-        let mut items: Vec<_> = match in_namespace {
-            Some(objects) => objects
-                .into_iter()
-                .filter(|o| wanted.matches(o.labels()))
-                .collect(),
-            None => store.state_filter(|o| {
-                (self.namespace.is_none() || o.namespace().as_deref() == self.namespace)
-                    && wanted.matches(o.labels())
-            }),
+        // The list the API server would send, made of the stored bytes:
+        // the store is in its order (namespace, then name).
+        let mut body = Vec::with_capacity(512);
+        write!(
+            body,
+            r#"{{"apiVersion":"v1","kind":"{list_kind}","metadata":{{"resourceVersion":"{}"}},"items":["#,
+            state.resource_version
+        )
+        .ok()?;
+        let mut first = true;
+        let mut push = |entry: &store::Entry| -> Option<()> {
+            if wanted.matches(&*entry.labels) {
+                if !first {
+                    body.push(b',');
+                }
+                first = false;
+                body.extend_from_slice(&state.json(entry)?);
+            }
+            Some(())
         };
-        items.sort_by_key(|o| list_key(o.as_ref()));
-        let list = List {
-            api_version: "v1",
-            kind: list_kind,
-            metadata: ListMeta {
-                resource_version: version.to_string(),
-            },
-            items: items.iter().map(|o| o.as_ref()).collect(),
-        };
-        let body = serde_json::to_vec(&list).ok()?;
+        match self.namespace {
+            Some(ns) => state.in_namespace(ns).try_for_each(&mut push)?,
+            None => state.all().try_for_each(&mut push)?,
+        }
+        body.extend_from_slice(b"]}");
         Some(Hit { body, age })
     }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct List<'a, K: Serialize> {
-    api_version: &'a str,
-    kind: &'a str,
-    metadata: ListMeta,
-    items: Vec<&'a K>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ListMeta {
-    resource_version: String,
 }

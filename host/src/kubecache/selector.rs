@@ -18,13 +18,33 @@ pub enum Requirement {
     DoesNotExist(String),
 }
 
+/// An object's labels, as a selector reads them.
+pub trait Labels {
+    /// The value of label `key`, if the object has it.
+    fn label(&self, key: &str) -> Option<&str>;
+}
+
+impl Labels for BTreeMap<String, String> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+/// Labels as the cache keeps them: a few pairs, searched in order (an
+/// object carries a handful; a map would cost more than its contents).
+impl Labels for [(Box<str>, Box<str>)] {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.iter().find(|(k, _)| &**k == key).map(|(_, v)| &**v)
+    }
+}
+
 impl Requirement {
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    fn matches<L: Labels + ?Sized>(&self, labels: &L) -> bool {
         match self {
-            Requirement::Equal(k, v) => labels.get(k) == Some(v),
-            Requirement::NotEqual(k, v) => labels.get(k) != Some(v),
-            Requirement::Exists(k) => labels.contains_key(k),
-            Requirement::DoesNotExist(k) => !labels.contains_key(k),
+            Requirement::Equal(k, v) => labels.label(k) == Some(v.as_str()),
+            Requirement::NotEqual(k, v) => labels.label(k) != Some(v.as_str()),
+            Requirement::Exists(k) => labels.label(k).is_some(),
+            Requirement::DoesNotExist(k) => labels.label(k).is_none(),
         }
     }
 }
@@ -66,7 +86,7 @@ impl Selector {
     }
 
     /// Whether `labels` satisfy every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches<L: Labels + ?Sized>(&self, labels: &L) -> bool {
         self.0.iter().all(|r| r.matches(labels))
     }
 

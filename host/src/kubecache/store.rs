@@ -1,158 +1,424 @@
-//! One resource kept by a reflector (`kube-runtime`): a store fed by one
-//! watch, and what the cache needs to know of its freshness.
+//! One resource kept by the cache: its objects as compact JSON, fed by one
+//! watch (`kube-runtime`'s `watcher`, which lists, watches, and lists again
+//! after a watch error), and what the cache needs to know of its freshness
+//! and of the memory it holds.
+//!
+//! Objects are kept as the bytes an answer is made of, not as typed values:
+//! a typed `Pod` is a tree of small allocations four times the size of its
+//! JSON, and every answer would serialize it again. The JSON is compressed
+//! (LZ4) against the first object the store saw, as a dictionary: objects of
+//! one kind share most of their shape and many of their values, so each
+//! costs what makes it differ (docs/benchmarks.md, `cache-memory`). A store
+//! keyed by
+//! namespace and name in order is also the order the API server lists in,
+//! and a namespace's objects are one range of it.
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex, RwLock};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
-use super::index::NamespaceIndex;
-
 /// The annotation `kubectl apply` leaves: a copy of the object, dropped
-/// from the store with `managedFields` to keep it small.
+/// with `managedFields` to keep objects small.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// How fresh a store is.
-#[derive(Debug, Clone)]
-struct Freshness {
-    /// The watch is connected and the store holds a complete list: false
-    /// from a watch error until the re-list that follows it is done.
-    synced: bool,
-    /// When the watch last delivered a change or a complete list.
-    heard: Instant,
-    /// The newest `resourceVersion` seen, when numeric.
-    resource_version: u64,
+/// What an entry costs beyond its bytes: the map's share of a node, the
+/// boxes' headers, the allocator's rounding and what it keeps of the freed
+/// typed copy (`pando-bench cache-memory` measured 689 B resident against
+/// 411 B counted with 96 here: docs/benchmarks.md).
+const ENTRY_OVERHEAD: u64 = 380;
+
+/// How long a store over the memory budget waits before it lists again.
+pub(crate) const RETRY_OVER_BUDGET: Duration = Duration::from_secs(60);
+
+/// Namespace (empty for cluster-scoped objects), then name.
+type Key = (Box<str>, Box<str>);
+
+/// One object as the cache keeps it.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// The object, stripped, as the API server would send it.
+    /// (LZ4 with its size in front, against the store's dictionary.)
+    packed: Box<[u8]>,
+    /// Its labels, for selectors.
+    pub(crate) labels: Box<[(Box<str>, Box<str>)]>,
 }
 
-/// A store of `K` and the task that feeds it.
-pub(crate) struct Reflected<K: Resource<DynamicType = ()> + 'static> {
-    store: Store<K>,
-    index: Arc<RwLock<NamespaceIndex>>,
-    freshness: Arc<Mutex<Freshness>>,
-    task: JoinHandle<()>,
+impl Entry {
+    fn cost(&self, key: &Key) -> u64 {
+        let labels: usize = self
+            .labels
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 32)
+            .sum();
+        (self.packed.len() + labels + key.0.len() + key.1.len()) as u64 + ENTRY_OVERHEAD
+    }
 }
 
-impl<K> Reflected<K>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + Debug
-        + DeserializeOwned
-        + Serialize
-        + Send
-        + Sync
-        + 'static,
-{
-    /// Starts a reflector over every `K` in the cluster that `selector`
-    /// selects, on the tokio runtime of the caller.
-    pub(crate) fn start(client: kube::Client, selector: &str) -> Self {
-        let (store, writer) = reflector::store();
-        let freshness = Arc::new(Mutex::new(Freshness {
-            synced: false,
-            heard: Instant::now(),
-            resource_version: 0,
-        }));
-        let api: Api<K> = Api::all(client);
-        let config = watcher::Config::default().labels(selector);
-        let stream = reflector::reflector(
-            writer,
-            watcher::watcher(api, config)
-                .modify(strip)
-                .default_backoff(),
-        );
-        let index = Arc::new(RwLock::new(NamespaceIndex::default()));
-        let fresh = Arc::clone(&freshness);
-        let indexed = Arc::clone(&index);
-        let kind = K::kind(&());
-        let task = tokio::spawn(async move {
-            let mut stream = std::pin::pin!(stream);
-            while let Some(event) = stream.next().await {
-                // The store has applied the event; the index follows it
-                // before the store may be reported synced.
-                if let Ok(event) = &event {
-                    let Ok(mut index) = indexed.write() else {
-                        return;
-                    };
-                    index.follow(event);
-                }
-                let Ok(mut f) = fresh.lock() else { return };
-                match event {
-                    Ok(Event::InitDone) => {
-                        f.synced = true;
-                        f.heard = Instant::now();
-                        tracing::debug!(kind = %kind, "cache store listed");
-                    }
-                    Ok(Event::Init) => {}
-                    Ok(Event::InitApply(obj)) => f.see(&obj),
-                    Ok(Event::Apply(obj) | Event::Delete(obj)) => {
-                        f.see(&obj);
-                        f.heard = Instant::now();
-                    }
-                    Err(e) => {
-                        // The store stays as it was, older by the minute:
-                        // until the re-list, reads go to the API server.
-                        f.synced = false;
-                        tracing::warn!(kind = %kind, error = %e, "cache watch failed; reads go to the API server until it has listed again");
-                    }
-                }
-            }
-        });
-        Reflected {
-            store,
-            index,
-            freshness,
-            task,
+/// The bytes every store of one cache may hold together.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    pub(crate) max: u64,
+    pub(crate) held: AtomicU64,
+}
+
+impl Budget {
+    pub(crate) fn new(max: u64) -> Self {
+        Budget {
+            max,
+            held: AtomicU64::new(0),
         }
     }
 
-    /// The store and how long ago it last heard from the API server, when
-    /// it may answer: synced.
-    pub(crate) fn ready(&self) -> Option<(&Store<K>, Duration, u64)> {
-        let f = self.freshness.lock().ok()?.clone();
-        f.synced
-            .then(|| (&self.store, f.heard.elapsed(), f.resource_version))
+    fn take(&self, bytes: u64) -> bool {
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(bytes).filter(|n| *n <= self.max)
+            })
+            .is_ok()
     }
 
-    /// The objects of namespace `ns`, found through the index rather than
-    /// by scanning the store; `None` if the index cannot be read (its
-    /// feeding task panicked), and then the caller scans.
-    pub(crate) fn in_namespace(&self, ns: &str) -> Option<Vec<Arc<K>>> {
-        let names = self.index.read().ok()?.names(ns);
-        Some(
-            names
-                .iter()
-                .filter_map(|name| self.store.get(&ObjectRef::new(name).within(ns)))
-                .collect(),
-        )
+    fn give(&self, bytes: u64) {
+        // Never below zero, whatever the order of takes and gives.
+        let _ = self
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                Some(held.saturating_sub(bytes))
+            });
+    }
+}
+
+/// A store's state, behind one lock.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) objects: BTreeMap<Key, Entry>,
+    /// The list under way after `Init`, swapped in at `InitDone` so that
+    /// objects deleted while the watch was down go with the old list.
+    relisting: Option<(BTreeMap<Key, Entry>, u64)>,
+    /// Bytes `objects` costs.
+    bytes: u64,
+    /// The watch is connected and `objects` is a complete list: false from
+    /// a watch error until the re-list after it is done.
+    synced: bool,
+    /// The store outgrew the budget and was emptied; it lists again after
+    /// [`RETRY_OVER_BUDGET`].
+    pub(crate) over_budget: bool,
+    /// When the watch last delivered a change or a complete list.
+    pub(crate) heard: Instant,
+    /// The newest `resourceVersion` seen, when numeric.
+    pub(crate) resource_version: u64,
+    /// What entries are compressed against: the JSON of the first object
+    /// the store encoded, kept for its lifetime.
+    dict: Option<Arc<[u8]>>,
+}
+
+impl State {
+    fn empty() -> Self {
+        State {
+            objects: BTreeMap::new(),
+            relisting: None,
+            bytes: 0,
+            synced: false,
+            over_budget: false,
+            heard: Instant::now(),
+            resource_version: 0,
+            dict: None,
+        }
+    }
+
+    /// The JSON of `entry`; `None` only if its bytes are corrupt, and the
+    /// read then goes to the API server.
+    pub(crate) fn json(&self, entry: &Entry) -> Option<Vec<u8>> {
+        let dict = self.dict.as_deref().unwrap_or(&[]);
+        lz4_flex::block::decompress_size_prepended_with_dict(&entry.packed, dict).ok()
+    }
+
+    /// Objects held.
+    pub(crate) fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// The entries of namespace `ns`, in name order.
+    pub(crate) fn in_namespace<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+        let from: Key = (ns.into(), "".into());
+        self.objects
+            .range((Bound::Included(from), Bound::Unbounded))
+            .take_while(move |((n, _), _)| &**n == ns)
+            .map(|(_, e)| e)
+    }
+
+    /// The entry `ns`/`name` (`ns` empty for cluster-scoped objects).
+    pub(crate) fn get(&self, ns: &str, name: &str) -> Option<&Entry> {
+        self.objects.get(&(Box::from(ns), Box::from(name)))
+    }
+
+    /// Every entry, in list order.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Entry> {
+        self.objects.values()
+    }
+}
+
+/// What a store reports of itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoreStatus {
+    /// The kind kept: `Pod`, `Service` …
+    pub kind: String,
+    /// Objects held.
+    pub objects: usize,
+    /// Bytes they cost, as counted against the budget.
+    pub bytes: u64,
+    /// Whether it answers reads: listed, connected, within the budget.
+    pub synced: bool,
+    /// Whether it outgrew the cache's budget and answers nothing until a
+    /// list that fits.
+    pub over_budget: bool,
+    /// Milliseconds since it last heard from the API server.
+    pub age_ms: u64,
+}
+
+/// A store of one kind and the task that feeds it.
+pub(crate) struct Reflected {
+    kind: &'static str,
+    state: Arc<RwLock<State>>,
+    task: JoinHandle<()>,
+}
+
+impl Reflected {
+    /// Starts a watch over every `K` in the cluster that `selector`
+    /// selects, on the tokio runtime of the caller, holding its objects
+    /// within `budget`.
+    pub(crate) fn start<K>(client: kube::Client, selector: &str, budget: Arc<Budget>) -> Self
+    where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + Debug
+            + DeserializeOwned
+            + Serialize
+            + Send
+            + Sync
+            + 'static,
+    {
+        let state = Arc::new(RwLock::new(State::empty()));
+        let kind: &'static str = match K::kind(&()) {
+            std::borrow::Cow::Borrowed(k) => k,
+            std::borrow::Cow::Owned(_) => "object",
+        };
+        let api: Api<K> = Api::all(client);
+        let config = watcher::Config::default().labels(selector);
+        let fed = Arc::clone(&state);
+        let task = tokio::spawn(async move {
+            loop {
+                let stream = watcher::watcher(api.clone(), config.clone())
+                    .modify(strip)
+                    .default_backoff();
+                let mut stream = std::pin::pin!(stream);
+                while let Some(event) = stream.next().await {
+                    let Ok(mut state) = fed.write() else { return };
+                    if !state.follow(kind, &budget, event) {
+                        break;
+                    }
+                }
+                // Over the budget: the watch is dropped (it costs the API
+                // server nothing while the store is empty) and the store lists
+                // again later, when the cluster may hold less.
+                tokio::time::sleep(RETRY_OVER_BUDGET).await;
+                if let Ok(mut state) = fed.write() {
+                    state.over_budget = false;
+                }
+            }
+        });
+        Reflected { kind, state, task }
+    }
+
+    /// The store's state, when it may answer: synced.
+    pub(crate) fn ready(&self) -> Option<RwLockReadGuard<'_, State>> {
+        let state = self.state.read().ok()?;
+        state.synced.then_some(state)
     }
 
     /// How many objects the store holds.
     pub(crate) fn len(&self) -> usize {
-        self.store.state().len()
+        self.state.read().map_or(0, |s| s.len())
+    }
+
+    /// What it reports of itself.
+    pub(crate) fn status(&self) -> StoreStatus {
+        let (objects, bytes, synced, over_budget, age) = match self.state.read() {
+            Ok(s) => (s.len(), s.bytes, s.synced, s.over_budget, s.heard.elapsed()),
+            Err(_) => (0, 0, false, false, Duration::ZERO),
+        };
+        StoreStatus {
+            kind: self.kind.to_string(),
+            objects,
+            bytes,
+            synced,
+            over_budget,
+            age_ms: u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
+        }
     }
 }
 
-impl<K: Resource<DynamicType = ()> + 'static> Drop for Reflected<K> {
+impl Drop for Reflected {
     fn drop(&mut self) {
         self.task.abort();
+        if let Ok(mut state) = self.state.write() {
+            state.objects.clear();
+            state.relisting = None;
+        }
     }
 }
 
-impl Freshness {
+impl State {
+    /// Applies one watcher event within `budget`; false when the store
+    /// outgrew it and was emptied (the watch should stop).
+    pub(crate) fn follow<K: Resource + Serialize>(
+        &mut self,
+        kind: &str,
+        budget: &Budget,
+        event: Result<Event<K>, watcher::Error>,
+    ) -> bool {
+        match event {
+            Ok(Event::Init) => {
+                if let Some((_, bytes)) = self.relisting.take() {
+                    budget.give(bytes);
+                }
+                self.relisting = Some((BTreeMap::new(), 0));
+            }
+            Ok(Event::InitApply(obj)) => {
+                self.see(&obj);
+                let Some((key, entry)) = self.encode(&obj) else {
+                    return true;
+                };
+                let cost = entry.cost(&key);
+                if !budget.take(cost) {
+                    return self.over(kind, budget);
+                }
+                if let Some((list, bytes)) = self.relisting.as_mut() {
+                    *bytes += cost;
+                    if let Some(old) = list.insert(key.clone(), entry) {
+                        let freed = old.cost(&key);
+                        *bytes -= freed;
+                        budget.give(freed);
+                    }
+                } else {
+                    budget.give(cost);
+                }
+            }
+            Ok(Event::InitDone) => {
+                if let Some((list, bytes)) = self.relisting.take() {
+                    budget.give(self.bytes);
+                    self.objects = list;
+                    self.bytes = bytes;
+                }
+                self.synced = true;
+                self.heard = Instant::now();
+                tracing::debug!(
+                    kind,
+                    objects = self.objects.len(),
+                    bytes = self.bytes,
+                    "cache store listed"
+                );
+            }
+            Ok(Event::Apply(obj)) => {
+                self.see(&obj);
+                self.heard = Instant::now();
+                let Some((key, entry)) = self.encode(&obj) else {
+                    return true;
+                };
+                let cost = entry.cost(&key);
+                if !budget.take(cost) {
+                    return self.over(kind, budget);
+                }
+                self.bytes += cost;
+                if let Some(old) = self.objects.insert(key.clone(), entry) {
+                    let freed = old.cost(&key);
+                    self.bytes -= freed;
+                    budget.give(freed);
+                }
+            }
+            Ok(Event::Delete(obj)) => {
+                self.see(&obj);
+                self.heard = Instant::now();
+                let meta = obj.meta();
+                let key: Key = (
+                    meta.namespace.as_deref().unwrap_or("").into(),
+                    meta.name.as_deref().unwrap_or("").into(),
+                );
+                if let Some(old) = self.objects.remove(&key) {
+                    let freed = old.cost(&key);
+                    self.bytes -= freed;
+                    budget.give(freed);
+                }
+            }
+            Err(e) => {
+                // The store stays as it was, older by the minute: until the
+                // re-list, reads go to the API server.
+                self.synced = false;
+                tracing::warn!(kind, error = %e, "cache watch failed; reads go to the API server until it has listed again");
+            }
+        }
+        true
+    }
+
+    /// Empties the store over the budget; false, to stop its watch.
+    fn over(&mut self, kind: &str, budget: &Budget) -> bool {
+        let held = self.bytes + self.relisting.as_ref().map_or(0, |(_, b)| *b);
+        budget.give(held);
+        self.objects.clear();
+        self.relisting = None;
+        self.bytes = 0;
+        self.synced = false;
+        self.over_budget = true;
+        tracing::warn!(
+            kind,
+            max_bytes = budget.max,
+            retry_s = RETRY_OVER_BUDGET.as_secs(),
+            "the watch-fed cache is over its memory budget (`CacheOptions::max_bytes`); this store \
+             is emptied and its reads go to the API server until it lists again within the budget: \
+             raise the budget, or narrow the cache's label selector"
+        );
+        false
+    }
+
     fn see<K: Resource>(&mut self, obj: &K) {
         if let Some(rv) = obj.meta().resource_version.as_deref()
             && let Ok(rv) = rv.parse::<u64>()
         {
             self.resource_version = self.resource_version.max(rv);
         }
+    }
+}
+
+impl State {
+    /// The entry for `obj`, keyed by namespace and name; `None` if it
+    /// cannot be serialized (never for objects read from the API server).
+    fn encode<K: Resource + Serialize>(&mut self, obj: &K) -> Option<(Key, Entry)> {
+        let meta = obj.meta();
+        let key: Key = (
+            meta.namespace.as_deref().unwrap_or("").into(),
+            meta.name.as_deref()?.into(),
+        );
+        let labels = meta
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
+            .collect();
+        let json = serde_json::to_vec(obj).ok()?;
+        let dict = self.dict.get_or_insert_with(|| Arc::from(json.as_slice()));
+        let packed =
+            lz4_flex::block::compress_prepend_size_with_dict(&json, dict).into_boxed_slice();
+        Some((key, Entry { packed, labels }))
     }
 }
 
@@ -165,7 +431,138 @@ fn strip<K: Resource>(obj: &mut K) {
     }
 }
 
-/// Keys `obj` for sorting as the API server lists: namespace, then name.
-pub(crate) fn list_key<K: ResourceExt>(obj: &K) -> (String, String) {
-    (obj.namespace().unwrap_or_default(), obj.name_any())
+/// A store filled from a list, with no watch: what the bench measures the
+/// resident cost of objects held with (`pando-bench cache-memory`).
+#[doc(hidden)]
+pub struct Filled {
+    state: State,
+    budget: Budget,
+}
+
+impl Filled {
+    /// A store holding `objects` (stripped as the watch strips them), as far
+    /// as `max_bytes` allows.
+    pub fn from_list<K: Resource + Serialize>(
+        objects: impl IntoIterator<Item = K>,
+        max_bytes: u64,
+    ) -> Self {
+        let budget = Budget::new(max_bytes);
+        let mut state = State::empty();
+        state.follow::<K>("object", &budget, Ok(Event::Init));
+        for mut obj in objects {
+            strip(&mut obj);
+            if !state.follow("object", &budget, Ok(Event::InitApply(obj))) {
+                break;
+            }
+        }
+        state.follow::<K>("object", &budget, Ok(Event::InitDone));
+        Filled { state, budget }
+    }
+
+    /// Objects held.
+    pub fn len(&self) -> usize {
+        self.state.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.state.objects.is_empty()
+    }
+
+    /// Bytes counted against the budget.
+    pub fn bytes(&self) -> u64 {
+        self.budget.held.load(Ordering::Relaxed)
+    }
+
+    /// Whether the list outgrew `max_bytes`.
+    pub fn over_budget(&self) -> bool {
+        self.state.over_budget
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn pod(ns: &str, name: &str, rv: u64) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                resource_version: Some(rv.to_string()),
+                labels: Some([("app".to_string(), name.to_string())].into()),
+                managed_fields: Some(vec![Default::default()]),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        }
+    }
+
+    fn state() -> State {
+        State::empty()
+    }
+
+    fn list(s: &mut State, budget: &Budget, pods: &[Pod]) -> bool {
+        let mut ok = s.follow::<Pod>("Pod", budget, Ok(Event::Init));
+        for p in pods {
+            ok &= s.follow("Pod", budget, Ok(Event::InitApply(p.clone())));
+        }
+        ok && s.follow::<Pod>("Pod", budget, Ok(Event::InitDone))
+    }
+
+    #[test]
+    fn a_relist_replaces_the_store_and_the_budget_counts_what_is_held() {
+        let budget = Budget::new(1 << 20);
+        let mut s = state();
+        assert!(list(
+            &mut s,
+            &budget,
+            &[pod("a", "x", 1), pod("a", "y", 2), pod("b", "x", 3)]
+        ));
+        assert!(s.synced);
+        assert_eq!(budget.held.load(Ordering::Relaxed), s.bytes);
+        let names: Vec<_> = s
+            .in_namespace("a")
+            .map(|e| e.labels[0].1.to_string())
+            .collect();
+        assert_eq!(names, ["x", "y"], "a namespace's objects, in name order");
+        assert_eq!(s.resource_version, 3);
+        // `y` went while the watch was down: the re-list drops it.
+        assert!(list(&mut s, &budget, &[pod("a", "x", 4), pod("b", "x", 5)]));
+        assert!(s.get("a", "y").is_none());
+        assert_eq!(budget.held.load(Ordering::Relaxed), s.bytes);
+        s.follow("Pod", &budget, Ok(Event::Delete(pod("a", "x", 6))));
+        s.follow("Pod", &budget, Ok(Event::Delete(pod("b", "x", 7))));
+        assert_eq!(
+            (s.len(), s.bytes, budget.held.load(Ordering::Relaxed)),
+            (0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn stored_objects_carry_no_managed_fields_once_stripped() {
+        let mut p = pod("a", "x", 1);
+        strip(&mut p);
+        let mut s = state();
+        let (_, entry) = s.encode(&p).expect("encodes");
+        let json = String::from_utf8(s.json(&entry).expect("decodes")).expect("utf-8");
+        assert!(!json.contains("managedFields"), "{json}");
+    }
+
+    #[test]
+    fn a_store_over_the_budget_is_emptied_and_answers_nothing() {
+        let one = {
+            let (key, entry) = state().encode(&pod("a", "x", 1)).expect("encodes");
+            entry.cost(&key)
+        };
+        let budget = Budget::new(one * 2 + one / 2);
+        let mut s = state();
+        assert!(list(&mut s, &budget, &[pod("a", "x", 1), pod("a", "y", 2)]));
+        assert!(!s.follow("Pod", &budget, Ok(Event::Apply(pod("a", "z", 3)))));
+        assert!(s.over_budget && !s.synced);
+        assert_eq!((s.len(), budget.held.load(Ordering::Relaxed)), (0, 0));
+    }
 }
