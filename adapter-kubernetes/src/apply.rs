@@ -59,7 +59,7 @@ pub fn apply(config: &Config, plan: &BundlePlan) -> Result<BundleHandle, Error> 
         let name = egress::GATEWAY_NAME.to_owned();
         policies.insert(name.clone(), egress::gateway_policy(config, &plan.id, &gw)?);
         services.insert(name.clone(), egress::gateway_service(&plan.id)?);
-        pods.insert(name, egress::gateway_pod(config, &plan.id, &gw)?);
+        pods.insert(name, egress::gateway_pod(config, &plan.id, &gw, None)?);
     }
 
     volumes::ensure_namespace(config, &ns, &plan.id)?;

@@ -41,6 +41,29 @@ impl Cidr {
             _ => false,
         }
     }
+
+    /// Whether every address of `other` is inside this range (the same
+    /// family, a prefix at least as long, and its network inside). Two
+    /// ranges either nest or are disjoint, so `!a.covers(b) && !b.covers(a)`
+    /// means they share no address.
+    pub fn covers(&self, other: &Cidr) -> bool {
+        other.prefix >= self.prefix && self.contains(other.address)
+    }
+
+    /// Whether it is an IPv4 range.
+    pub fn is_ipv4(&self) -> bool {
+        self.address.is_ipv4()
+    }
+
+    /// The whole of a family: `0.0.0.0/0` or `::/0`.
+    pub fn everything(v4: bool) -> Cidr {
+        let address = if v4 {
+            IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+        } else {
+            IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
+        };
+        Cidr { address, prefix: 0 }
+    }
 }
 
 fn mask32(prefix: u8) -> u32 {
@@ -91,5 +114,30 @@ impl fmt::Display for Cidr {
 impl Serialize for Cidr {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(text: &str) -> Cidr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn r025_ranges_nest_or_are_disjoint() {
+        assert!(c("0.0.0.0/0").covers(&c("10.244.0.0/16")));
+        assert!(c("10.0.0.0/8").covers(&c("10.244.0.0/16")));
+        assert!(c("10.244.0.0/16").covers(&c("10.244.0.0/16")));
+        assert!(!c("10.244.0.0/16").covers(&c("10.0.0.0/8")));
+        assert!(!c("10.244.0.0/16").covers(&c("10.96.0.0/12")));
+        assert!(
+            !c("0.0.0.0/0").covers(&c("fd00::/8")),
+            "families never nest"
+        );
+        assert!(c("::/0").covers(&c("fd00:10:244::/56")));
+        assert_eq!(Cidr::everything(true), c("0.0.0.0/0"));
+        assert_eq!(Cidr::everything(false), c("::/0"));
     }
 }

@@ -70,8 +70,14 @@ pub fn egress(config: &Config, id: &str, network: &NetworkRules) -> Result<Egres
             for rule in rules {
                 match rule.destination.parse::<Cidr>() {
                     Ok(cidr) => {
-                        let mut entry =
-                            json!({ "to": [{ "ipBlock": { "cidr": cidr.to_string() } }] });
+                        // Clipped as `open` is: never into the cluster.
+                        let peer = crate::exclusions::clip(config, cidr).map_err(|why| {
+                            Error::Invalid(format!(
+                                "egress destination `{}` of app `{id}` {why}",
+                                rule.destination
+                            ))
+                        })?;
+                        let mut entry = json!({ "to": [peer] });
                         if !rule.ports.is_empty() {
                             entry["ports"] = port_entries(&rule.ports);
                         }
@@ -147,28 +153,7 @@ fn port_entries(ports: &[u16]) -> Value {
     )
 }
 
-/// Anywhere but the cluster's own ranges: the pod and Service
-/// CIDRs, and the API server's when it is set.
-pub fn outside(config: &Config) -> Value {
-    let excluded: Vec<&Cidr> = [Some(&config.pod_cidr), Some(&config.service_cidr)]
-        .into_iter()
-        .chain([config.api_server_cidr.as_ref()])
-        .flatten()
-        .collect();
-    let block = |all: &str, v4: bool| {
-        let except: Vec<String> = excluded
-            .iter()
-            .filter(|c| c.address().is_ipv4() == v4)
-            .map(|c| c.to_string())
-            .collect();
-        if except.is_empty() {
-            json!({ "ipBlock": { "cidr": all } })
-        } else {
-            json!({ "ipBlock": { "cidr": all, "except": except } })
-        }
-    };
-    json!([block("0.0.0.0/0", true), block("::/0", false)])
-}
+pub use crate::exclusions::outside;
 
 /// The gateway's labels: the app's, and the component.
 pub fn gateway_labels(id: &str) -> Value {
@@ -199,7 +184,15 @@ pub fn proxy_env(config: &Config, namespace: &str) -> Vec<Value> {
 
 /// The gateway's pod. Unlike a workload's it restarts in place: it is
 /// Pando's, not the app's, and the app cannot reach out without it.
-pub fn gateway_pod(config: &Config, id: &str, gateway: &Gateway) -> Result<Pod, Error> {
+/// `deadline` bounds its life (`activeDeadlineSeconds`): a trial's gateway
+/// ends with the trial on every path, a call cancelled or stopped by the
+/// host included, not at the next trial's sweep.
+pub fn gateway_pod(
+    config: &Config,
+    id: &str,
+    gateway: &Gateway,
+    deadline: Option<std::time::Duration>,
+) -> Result<Pod, Error> {
     let Some(image) = &config.egress_gateway_image else {
         return Err(Error::Internal("egress gateway without an image".into()));
     };
@@ -229,6 +222,9 @@ pub fn gateway_pod(config: &Config, id: &str, gateway: &Gateway) -> Result<Pod, 
         }],
         "securityContext": crate::objects::pod_context(),
     });
+    if let Some(deadline) = deadline {
+        spec["activeDeadlineSeconds"] = json!(deadline.as_secs().max(1));
+    }
     if let Some(class) = &config.runtime_class {
         spec["runtimeClassName"] = json!(class);
     }
@@ -283,16 +279,42 @@ pub fn gateway_policy(
                 .collect(),
         );
     }
+    on_the_gateway(id, GATEWAY_NAME, "Egress", rule)
+}
+
+/// A policy of app `id` over the gateway's pod alone, of one type
+/// (`Ingress` or `Egress`) with one rule.
+fn on_the_gateway(id: &str, name: &str, kind: &str, rule: Value) -> Result<NetworkPolicy, Error> {
+    let rules = if kind == "Ingress" {
+        "ingress"
+    } else {
+        "egress"
+    };
     typed(with_hash(json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": { "name": GATEWAY_NAME, "labels": app_labels(id) },
+        "metadata": { "name": name, "labels": app_labels(id) },
         "spec": {
             "podSelector": { "matchLabels": { COMPONENT_LABEL: GATEWAY_COMPONENT } },
-            "policyTypes": ["Egress"],
-            "egress": [rule],
+            "policyTypes": [kind],
+            rules: [rule],
         },
     })))
+}
+
+/// The name of the policy that lets a trial's workload reach its gateway.
+pub const GATEWAY_INGRESS_NAME: &str = "pando-egress-gateway-in";
+
+/// The policy that admits the pods `from` selects (a trial's workload) to
+/// the gateway on its port, and nothing else. A trial's namespace denies
+/// every connection in, the gateway's included; policies add up, so this
+/// one is the only way in.
+pub fn gateway_ingress_policy(id: &str, from: Value) -> Result<NetworkPolicy, Error> {
+    let rule = json!({
+        "from": [{ "podSelector": { "matchLabels": from } }],
+        "ports": [{ "protocol": "TCP", "port": GATEWAY_PORT }],
+    });
+    on_the_gateway(id, GATEWAY_INGRESS_NAME, "Ingress", rule)
 }
 
 /// Refuses a workload that would take the gateway's name.
@@ -388,6 +410,41 @@ mod tests {
     }
 
     #[test]
+    fn r025_a_restricted_cidr_rule_is_clipped_as_open_is() {
+        let e = egress(
+            &config(false),
+            "shop",
+            &restricted(&[("0.0.0.0/0", &[443]), ("10.0.0.0/8", &[])]),
+        )
+        .unwrap();
+        let blocks: Vec<&Value> = e.rules.iter().map(|r| &r["to"][0]["ipBlock"]).collect();
+        assert_eq!(
+            blocks,
+            [
+                &json!({ "cidr": "0.0.0.0/0",
+                         "except": ["10.244.0.0/16", "10.96.0.0/12", "169.254.169.254/32"] }),
+                &json!({ "cidr": "10.0.0.0/8", "except": ["10.244.0.0/16", "10.96.0.0/12"] }),
+            ],
+            "never into the pod and Service ranges, nor the metadata address"
+        );
+    }
+
+    #[test]
+    fn r025_a_restricted_rule_into_the_cluster_is_invalid_naming_rule_and_range() {
+        let e = egress(
+            &config(false),
+            "shop",
+            &restricted(&[("10.244.7.0/24", &[5432])]),
+        );
+        assert!(
+            matches!(&e, Err(Error::Invalid(m))
+                if m.contains("`10.244.7.0/24`") && m.contains("`10.244.0.0/16`")
+                    && m.contains("pod_cidr")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
     fn a_destination_that_is_neither_is_invalid() {
         let e = egress(&config(true), "shop", &restricted(&[("not a host", &[])]));
         assert!(matches!(e, Err(Error::Invalid(m)) if m.contains("not a host")));
@@ -399,7 +456,7 @@ mod tests {
             allow: vec!["api.example.com:443".into()],
             ports: Some(vec![443]),
         };
-        let pod = gateway_pod(&config(true), "shop", &gw).unwrap();
+        let pod = gateway_pod(&config(true), "shop", &gw, None).unwrap();
         let c = &pod.spec.as_ref().unwrap().containers[0];
         assert_eq!(
             c.command.as_deref().unwrap(),

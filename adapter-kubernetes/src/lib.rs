@@ -39,6 +39,7 @@
 //! - [`rbac`]: Pando's RoleBinding to `app_role` in each app namespace;
 //! - [`egress`]: egress rules as policy entries, and the egress gateway for
 //!   host names;
+//! - [`exclusions`]: the ranges no egress rule reaches into, and DNS;
 //! - [`helper`]: helper pods (`helper_image`) the adapter execs into;
 //! - [`snapshot`]: `snapshot-volume` and `restore-volume`;
 //! - [`trial`]: `trial`, with an observer container;
@@ -87,6 +88,7 @@ pub mod config;
 pub mod edge;
 pub mod edge_objects;
 pub mod egress;
+pub mod exclusions;
 pub mod exec;
 pub mod helper;
 pub mod isolation;

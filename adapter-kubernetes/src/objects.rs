@@ -151,7 +151,8 @@ pub fn namespace(namespace: &str, id: &str) -> Result<Namespace, Error> {
 
 /// The default-deny policy: in, only Pando's server pods and
 /// the app's own; out, cluster DNS, the app (its egress gateway included),
-/// and what the plan's egress allows by address ([`egress`]).
+/// and what the plan's egress allows by address ([`egress`]), never into
+/// the cluster's ranges ([`crate::exclusions`]).
 pub fn network_policy(config: &Config, plan: &BundlePlan) -> Result<NetworkPolicy, Error> {
     let pando = json!({
         "namespaceSelector": { "matchLabels": {
@@ -160,6 +161,7 @@ pub fn network_policy(config: &Config, plan: &BundlePlan) -> Result<NetworkPolic
     });
     let egress = egress::egress(config, &plan.id, &plan.network)?;
     policy(
+        config,
         &plan.id,
         POLICY_NAME,
         vec![json!({ "from": [json!({ "podSelector": {} }), pando] })],
@@ -177,16 +179,20 @@ pub fn dns_egress() -> Value {
 }
 
 /// A policy over every pod of a namespace: `ingress` as given (empty denies
-/// every connection in), egress to cluster DNS, the namespace itself, and
-/// `egress`.
+/// every connection in), egress to cluster DNS (`dns_egress`), the
+/// namespace itself, and `egress`.
 pub fn policy(
+    config: &Config,
     id: &str,
     name: &str,
     ingress: Vec<Value>,
     egress: Vec<Value>,
 ) -> Result<NetworkPolicy, Error> {
     let own = json!({ "to": [{ "podSelector": {} }] });
-    let egress: Vec<Value> = [dns_egress(), own].into_iter().chain(egress).collect();
+    let egress: Vec<Value> = [crate::exclusions::dns_rule(config), own]
+        .into_iter()
+        .chain(egress)
+        .collect();
     typed(with_hash(json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -482,7 +488,10 @@ mod tests {
             text.contains("10.244.0.0/16") && text.contains("10.96.0.0/12"),
             "{text}"
         );
-        assert!(text.contains("::/0"));
+        assert!(
+            !text.contains("::/0"),
+            "no IPv6 range is configured: no IPv6 egress, never `::/0` unclipped: {text}"
+        );
     }
 
     #[test]

@@ -23,6 +23,87 @@ const CIDR_PATTERN: &str = r"^[0-9A-Fa-f.:]+/[0-9]{1,3}$";
 
 /// The configuration's JSON Schema.
 pub fn schema() -> Value {
+    let mut schema = base();
+    if let (Some(all), Value::Object(network)) =
+        (schema["properties"].as_object_mut(), network_properties())
+    {
+        all.extend(network);
+    }
+    schema
+}
+
+/// The fields of the cluster's ranges and DNS (config/network.rs): apart,
+/// since one `json!` of every field is past the macro's recursion limit.
+fn network_properties() -> Value {
+    json!({
+            "pod_cidr": {
+                "type": ["string", "array"],
+                "description": "The cluster's pod address ranges: a CIDR (IPv4 or IPv6), or a \
+                    list of them, one of each family on a dual-stack cluster. An app may open \
+                    connections out of the cluster, never into these ranges (R-025): the API \
+                    does not report them reliably, so they are a setting. An egress family \
+                    with no pod range here is not the cluster's, and no app reaches it.",
+                "pattern": CIDR_PATTERN,
+                "items": { "type": "string", "pattern": CIDR_PATTERN },
+                "minItems": 1,
+                "examples": ["10.244.0.0/16", ["10.244.0.0/16", "fd00:10:244::/56"]],
+            },
+            "service_cidr": {
+                "type": ["string", "array"],
+                "description": "The cluster's Service address ranges: a CIDR (IPv4 or IPv6), \
+                    or a list of them. An app may open connections out of the cluster, never \
+                    into these ranges.",
+                "pattern": CIDR_PATTERN,
+                "items": { "type": "string", "pattern": CIDR_PATTERN },
+                "minItems": 1,
+                "examples": ["10.96.0.0/12", ["10.96.0.0/12", "fd00:10:96::/112"]],
+            },
+            "node_cidrs": {
+                "type": ["string", "array", "null"],
+                "description": "The nodes' addresses (the kubelet's port, NodePorts), as a \
+                    CIDR or a list of them, kept out of every app's egress as the pod and \
+                    Service ranges are. Unset, none.",
+                "default": [],
+                "pattern": CIDR_PATTERN,
+                "items": { "type": "string", "pattern": CIDR_PATTERN },
+                "examples": [["192.0.2.0/24", "2001:db8:1::/64"]],
+            },
+            "exclude_metadata_address": {
+                "type": ["boolean", "null"],
+                "description": "Whether the cloud metadata address, 169.254.169.254, is kept \
+                    out of every app's egress (it serves a node's credentials on most \
+                    clouds). An egress rule inside it is refused.",
+                "default": true,
+            },
+            "dns_egress": {
+                "type": ["object", "null"],
+                "description": "Where every app's policy lets it send DNS queries, over UDP \
+                    and TCP: pods selected by `namespace_selector` (labels of their \
+                    namespaces; the default is `kube-system`) and `pod_selector` (labels of \
+                    the pods; empty is every pod), and `cidrs` (a node-local cache such as \
+                    `169.254.20.10/32`), on `port`. Each key optional; at least one \
+                    destination.",
+                "default": {
+                    "namespace_selector": { "kubernetes.io/metadata.name": "kube-system" },
+                    "pod_selector": {},
+                    "cidrs": [],
+                    "port": 53,
+                },
+                "additionalProperties": false,
+                "properties": {
+                    "namespace_selector": { "type": "object",
+                        "additionalProperties": { "type": "string" } },
+                    "pod_selector": { "type": "object",
+                        "additionalProperties": { "type": "string" } },
+                    "cidrs": { "type": "array",
+                        "items": { "type": "string", "pattern": CIDR_PATTERN } },
+                    "port": { "type": "integer", "minimum": 1, "maximum": 65535 },
+                },
+            }
+    })
+}
+
+fn base() -> Value {
     let (node_port_min, node_port_max) = (*NODE_PORT_RANGE.start(), *NODE_PORT_RANGE.end());
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -77,21 +158,6 @@ pub fn schema() -> Value {
                     `<workload>.pando-<app>.svc.<cluster_domain>` (R-023). A DNS subdomain.",
                 "default": DEFAULT_CLUSTER_DOMAIN,
                 "maxLength": 253,
-            },
-            "pod_cidr": {
-                "type": "string",
-                "description": "The cluster's pod address range, as a CIDR (IPv4 or IPv6). An \
-                    app may open connections out of the cluster, never into this range: the \
-                    API does not report it reliably, so it is a setting.",
-                "pattern": CIDR_PATTERN,
-                "examples": ["10.244.0.0/16", "fd00:10:244::/56"],
-            },
-            "service_cidr": {
-                "type": "string",
-                "description": "The cluster's Service address range, as a CIDR (IPv4 or IPv6). \
-                    An app may open connections out of the cluster, never into this range.",
-                "pattern": CIDR_PATTERN,
-                "examples": ["10.96.0.0/12", "fd00:10:96::/112"],
             },
             "api_server_cidr": {
                 "type": ["string", "null"],

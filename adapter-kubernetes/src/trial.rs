@@ -5,7 +5,8 @@
 //!   Pando's included: nothing needs to reach an app that is being watched.
 //!   Out, it is held to the app's rules as the app is: cluster DNS, its own
 //!   namespace, and the rest as the plan's egress says, host names through
-//!   an egress gateway in that namespace ([`egress`], R-187).
+//!   an egress gateway in that namespace ([`egress`], R-187). The one way
+//!   in is the workload's to its gateway, on the gateway's port.
 //! - The pod carries an observer container (`helper_image`) beside the
 //!   workload. Containers of a pod share its network namespace, so the
 //!   observer's `/proc/net/{tcp,tcp6,udp,udp6}` lists the workload's sockets
@@ -18,7 +19,8 @@
 //!   cancellation (the host lets requests begun after it run within its
 //!   grace), and before the call's deadline, which a trial longer than its
 //!   call ends [`CLEANUP_RESERVE`] ahead of, so that the host never has to
-//!   stop it mid-way. Its pods end themselves (`activeDeadlineSeconds`), and
+//!   stop it mid-way. Its pods, the gateway's included, end themselves
+//!   (`activeDeadlineSeconds`, [`lifetime`]), and
 //!   a namespace that outlived its expiry all the same (a host that died) is
 //!   removed by the next trial's sweep.
 //!
@@ -100,7 +102,7 @@ pub fn trial(config: &Config, req: &TrialRequest) -> Result<TrialResult, Error> 
     sweep(now);
     let ns = TrialNamespace::create(config, &req.bundle, now, duration)?;
     let pod = trial_pod(config, &plan, &ns.name, &scratch, duration)?;
-    make_objects(config, &ns.name, &plan, &egress, &pod)?;
+    make_objects(config, &ns.name, &plan, &egress, &pod, lifetime(duration))?;
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
     watch(&ns.name, &pod_name, duration)
 }
@@ -184,6 +186,13 @@ fn sweep(now: u64) {
     }
 }
 
+/// How long a trial's pods may live (`activeDeadlineSeconds`): its
+/// duration, its start, and a minute's slack; they end themselves then
+/// whatever became of the call.
+pub fn lifetime(duration: Duration) -> Duration {
+    duration + helper::START_TIMEOUT + Duration::from_secs(60)
+}
+
 /// The workload's pod as the app would run it, with the observer beside
 /// it, the trial's labels, scratch directories for its mounts, and a
 /// deadline.
@@ -201,7 +210,7 @@ fn trial_pod(
     pod["metadata"]["labels"] =
         json!({ objects::MANAGED_BY: objects::MANAGER, TRIAL_LABEL: plan.id });
     let spec = &mut pod["spec"];
-    let lifetime = duration + helper::START_TIMEOUT + Duration::from_secs(60);
+    let lifetime = lifetime(duration);
     spec["activeDeadlineSeconds"] = json!(lifetime.as_secs());
     let mut volumes = Vec::new();
     let mut mounts = Vec::new();
@@ -228,28 +237,30 @@ fn trial_pod(
     objects::typed(pod)
 }
 
-/// The trial namespace's policy, gateway, pull Secret and pod.
+/// The trial namespace's policies, gateway (its pod ending by `lifetime`
+/// as the trial's does), pull Secret and pod.
 fn make_objects(
     config: &Config,
     ns: &str,
     plan: &BundlePlan,
     egress: &egress::Egress,
     pod: &Pod,
+    lifetime: Duration,
 ) -> Result<(), Error> {
     let ctx = |e| Error::from(e).context(&format!("trial namespace `{ns}`"));
-    // No `ingress` entry: every connection in is denied (R-097).
-    let policy = objects::policy(&plan.id, "pando-trial", Vec::new(), egress.rules.clone())?;
     let policies = Api::<NetworkPolicy>::namespaced(ns);
-    policies.create(&post(), &policy).map_err(ctx)?;
+    for policy in trial_policies(config, plan, egress)? {
+        policies.create(&post(), &policy).map_err(ctx)?;
+    }
     if let Some(gw) = &egress.gateway {
-        policies
-            .create(&post(), &egress::gateway_policy(config, &plan.id, gw)?)
-            .map_err(ctx)?;
         Api::<Service>::namespaced(ns)
             .create(&post(), &egress::gateway_service(&plan.id)?)
             .map_err(ctx)?;
         Api::<Pod>::namespaced(ns)
-            .create(&post(), &egress::gateway_pod(config, &plan.id, gw)?)
+            .create(
+                &post(),
+                &egress::gateway_pod(config, &plan.id, gw, Some(lifetime))?,
+            )
             .map_err(ctx)?;
     }
     if !plan.pull_credentials.is_empty() {
@@ -262,6 +273,32 @@ fn make_objects(
         .create(&post(), pod)
         .map_err(ctx)?;
     Ok(())
+}
+
+/// The trial namespace's policies: `pando-trial` over every pod, with no
+/// `ingress` entry, so every connection in is denied (R-097); with a
+/// gateway, its way out and the one way in to it, from the trial's
+/// workload on the gateway's port (R-187).
+pub fn trial_policies(
+    config: &Config,
+    plan: &BundlePlan,
+    egress: &egress::Egress,
+) -> Result<Vec<NetworkPolicy>, Error> {
+    let mut out = vec![objects::policy(
+        config,
+        &plan.id,
+        "pando-trial",
+        Vec::new(),
+        egress.rules.clone(),
+    )?];
+    if let Some(gw) = &egress.gateway {
+        out.push(egress::gateway_policy(config, &plan.id, gw)?);
+        out.push(egress::gateway_ingress_policy(
+            &plan.id,
+            json!({ TRIAL_LABEL: plan.id }),
+        )?);
+    }
+    Ok(out)
 }
 
 /// Watches the pod for `duration` from when it runs: its sockets, and
@@ -477,6 +514,81 @@ mod tests {
             found, expected,
             "loopback, connected and established sockets are left out"
         );
+    }
+
+    fn gateway_config() -> Config {
+        Config::parse(
+            r#"{"pod_cidr":"10.244.0.0/16","service_cidr":"10.96.0.0/12",
+                "egress_gateway_image":"registry.example.com/pando:1"}"#,
+        )
+        .unwrap()
+    }
+
+    fn host_rule_plan() -> (BundlePlan, egress::Egress) {
+        use pando_adapter_sdk::types::{EgressPolicy, EgressRule, NetworkRules};
+        let network = NetworkRules {
+            egress: EgressPolicy::Restricted(vec![EgressRule {
+                destination: "api.example.com".into(),
+                ports: vec![443],
+            }]),
+        };
+        let egress = egress::egress(&gateway_config(), "shop", &network).unwrap();
+        let plan = BundlePlan {
+            id: "shop".into(),
+            revision: String::new(),
+            workloads: Vec::new(),
+            volumes: Vec::new(),
+            network,
+            pull_credentials: Vec::new(),
+        };
+        (plan, egress)
+    }
+
+    #[test]
+    fn r097_r187_the_one_way_into_a_trial_is_its_workload_to_its_gateway() {
+        let (plan, egress) = host_rule_plan();
+        let policies = trial_policies(&gateway_config(), &plan, &egress).unwrap();
+        let json: Vec<Value> = policies
+            .iter()
+            .map(|p| serde_json::to_value(p).unwrap())
+            .collect();
+        let deny = &json[0]["spec"];
+        assert_eq!(deny["podSelector"], json!({}));
+        assert!(deny["ingress"].as_array().is_none_or(|i| i.is_empty()));
+        let ins: Vec<&Value> = json
+            .iter()
+            .filter(|p| {
+                p["spec"]["policyTypes"]
+                    .as_array()
+                    .is_some_and(|t| t.contains(&json!("Ingress")))
+            })
+            .collect();
+        assert_eq!(ins.len(), 2, "the deny-all and the gateway's way in");
+        let gw = &ins[1]["spec"];
+        assert_eq!(
+            gw["podSelector"],
+            json!({ "matchLabels": { egress::COMPONENT_LABEL: egress::GATEWAY_COMPONENT } })
+        );
+        assert_eq!(
+            gw["ingress"],
+            json!([{
+                "from": [{ "podSelector": { "matchLabels": { TRIAL_LABEL: "shop" } } }],
+                "ports": [{ "protocol": "TCP", "port": egress::GATEWAY_PORT }],
+            }]),
+            "from the trial's workload, on the gateway's port, nothing else"
+        );
+    }
+
+    #[test]
+    fn r097_the_trials_gateway_ends_itself_with_the_trial() {
+        let (_, egress) = host_rule_plan();
+        let gw = egress.gateway.unwrap();
+        let duration = Duration::from_secs(90);
+        let pod =
+            egress::gateway_pod(&gateway_config(), "shop", &gw, Some(lifetime(duration))).unwrap();
+        let deadline = pod.spec.unwrap().active_deadline_seconds;
+        assert_eq!(deadline, Some(lifetime(duration).as_secs() as i64));
+        assert!(lifetime(duration) <= duration + helper::START_TIMEOUT + Duration::from_secs(60));
     }
 
     #[test]

@@ -31,6 +31,9 @@ const FIELDS: &[&str] = &[
     "cluster_domain",
     "pod_cidr",
     "service_cidr",
+    "node_cidrs",
+    "exclude_metadata_address",
+    "dns_egress",
     "api_server_cidr",
     "storage_class",
     "volume_size_bytes",
@@ -159,9 +162,13 @@ fn check(text: &str) {
                 Ok(&c.node_selector),
                 "{shown}"
             );
-            for cidr in [Some(c.pod_cidr), Some(c.service_cidr), c.api_server_cidr]
-                .into_iter()
-                .flatten()
+            assert!(!c.pod_cidrs.is_empty() && !c.service_cidrs.is_empty());
+            for cidr in c
+                .pod_cidrs
+                .iter()
+                .chain(&c.service_cidrs)
+                .chain(&c.node_cidrs)
+                .chain(c.api_server_cidr.as_ref())
             {
                 assert!(cidr.contains(cidr.address()), "{cidr}");
             }

@@ -30,9 +30,13 @@ pub const CONFIG: &str = r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198
 /// Generous limit for anything the control plane does asynchronously.
 pub const WAIT: Duration = Duration::from_secs(90);
 
-/// The adapter's component.
+/// The adapter's component: `PANDO_TEST_KUBERNETES_ADAPTER` when set (a build of another
+/// revision, to see a test fail without the change it tests), else this checkout's build.
 pub fn component() -> std::path::PathBuf {
-    components::component("pando_adapter_kubernetes")
+    match std::env::var_os("PANDO_TEST_KUBERNETES_ADAPTER") {
+        Some(path) => path.into(),
+        None => components::component("pando_adapter_kubernetes"),
+    }
 }
 
 /// The host grants the adapter ships with.

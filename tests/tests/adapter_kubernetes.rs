@@ -57,12 +57,14 @@ async fn r023_r025_apply_makes_a_default_deny_policy_admitting_pando_and_the_app
         "kube-system",
         "53",
         "0.0.0.0/0",
-        "::/0",
         "198.19.128.0/17",
         "198.19.0.0/17",
+        "169.254.169.254/32",
     ] {
         assert!(egress.contains(needle), "egress has {needle}: {egress}");
     }
+    // The test cluster is IPv4 only: no IPv6 egress, never `::/0` with nothing kept out.
+    assert!(!egress.contains("::/0"), "egress has no IPv6: {egress}");
 
     // `none`: DNS and the app only.
     let mut closed = plan(&app, &["web"]);

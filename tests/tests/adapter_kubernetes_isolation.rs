@@ -169,13 +169,45 @@ async fn r097_r187_a_trial_reports_listening_sockets_in_an_isolated_namespace_th
         .get("pando-egress-gateway")
         .await
         .expect("R-187: the trial's egress gateway");
-    let command = gateway.spec.expect("spec").containers[0]
+    let gateway_spec = gateway.spec.expect("spec");
+    let command = gateway_spec.containers[0]
         .command
         .clone()
         .unwrap_or_default();
     assert!(
         command.contains(&"api.example.com:443".to_owned()),
         "{command:?}"
+    );
+    // Ends itself with the trial (the trial pod's own deadline), on every path: a cancelled or
+    // timed-out call included, not at the next trial's sweep.
+    let trial_deadline = spec
+        .active_deadline_seconds
+        .expect("the trial pod's deadline");
+    assert_eq!(
+        gateway_spec.active_deadline_seconds,
+        Some(trial_deadline),
+        "R-097: the trial's gateway has the trial's deadline"
+    );
+    assert!(
+        trial_deadline <= 4 + 120 + 60,
+        "bounded by the trial's duration: {trial_deadline}"
+    );
+    // The one way in: the trial's workload to its gateway, on the gateway's port.
+    let way_in = Api::<NetworkPolicy>::namespaced(c.clone(), &ns)
+        .get("pando-egress-gateway-in")
+        .await
+        .expect("R-187: the policy that lets the workload reach its gateway");
+    assert_eq!(
+        serde_json::to_value(way_in.spec.expect("spec")).expect("json"),
+        serde_json::json!({
+            "podSelector": { "matchLabels": { "pando.dev/component": "egress-gateway" } },
+            "policyTypes": ["Ingress"],
+            "ingress": [{
+                "from": [{ "podSelector": { "matchLabels": { "pando.dev/trial": app } } }],
+                "ports": [{ "protocol": "TCP", "port": 3128 }],
+            }],
+        }),
+        "workload to gateway on its port, nothing else"
     );
 
     let result = trial.await.expect("join").expect("trial");

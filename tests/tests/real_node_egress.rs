@@ -8,6 +8,7 @@
 //! `denied.outside.test` (198.18.1.3), both serving `outside` on port 80.
 
 use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{LogParams, PostParams};
 use kube::{Api, Client};
 use pando_host::types::{BundlePlan, EgressPolicy, EgressRule, NetworkRules, TrialRequest};
@@ -322,28 +323,90 @@ async fn r186_egress_restriction_is_reported_with_a_gateway_image_only() {
     assert!(!caps(without).await, "R-186: without it, false");
 }
 
+/// Waits (up to 60 s) until kube-router enforces policy `policy` on pod `ns/name`: the pod's
+/// firewall chain runs through that policy, and rejects what no policy admits. Until then the
+/// node passes every connection of a new pod, so a probe made earlier shows nothing: the trial
+/// test once passed so, before kube-router had seen its gateway. The test runs in the cluster's
+/// network namespace as root, where the node's rules are.
+async fn enforced(ns: &str, name: &str, policy: &str) {
+    let reject = format!("rule to REJECT traffic destined for POD name:{name} namespace: {ns}\"");
+    let through = format!("run through nw policy {policy}\"");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let out = std::process::Command::new("iptables-save")
+            .output()
+            .expect("iptables-save, in the cluster's network namespace");
+        let rules = String::from_utf8_lossy(&out.stdout);
+        // `-A KUBE-POD-FW-<hash> …`: the chain whose REJECT names the pod.
+        let chain = rules
+            .lines()
+            .find(|l| l.contains(&reject))
+            .and_then(|l| l.split_whitespace().nth(1));
+        if let Some(chain) = chain
+            && rules
+                .lines()
+                .any(|l| l.starts_with(&format!("-A {chain} ")) && l.contains(&through))
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "kube-router did not enforce {policy} on {ns}/{name} within 60 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
+/// Runs `sh -c SCRIPT` in container `container` of `ns/pod` (a trial's pod has two).
+async fn sh_in(client: &Client, ns: &str, pod: &str, container: &str, script: &str) {
+    let attached = Api::<Pod>::namespaced(client.clone(), ns)
+        .exec(
+            pod,
+            ["sh", "-c", script],
+            &kube::api::AttachParams::default()
+                .container(container)
+                .stderr(false),
+        )
+        .await
+        .expect("exec through the kubelet");
+    let _ = attached.join().await;
+}
+
 /// The trial is held to the app's rules (R-097, R-187): its own namespace's gateway lets it out
-/// to the allowed host and refuses the denied one; past the gateway nothing leaves. The workload
-/// probes from inside and prints what it saw; the trial returns that output.
+/// to the allowed host and refuses the denied one; past the gateway nothing leaves. The trial's
+/// policy denies every connection in, so the workload reaches its gateway through the one way in
+/// the adapter opens (workload → gateway, on its port), and nothing else reaches the gateway.
+/// The workload waits, before it probes, until the test has seen kube-router enforce every
+/// policy of the namespace on both pods; it prints what it saw, and the trial returns that.
+///
+/// kube-router (v2.1.0) cannot tell the way in apart: a policy is one chain of its ingress and
+/// egress rules, and a connection into the gateway runs through the trial policy's egress rule
+/// "its pods to its own namespace's pods", which admits workload → gateway in the gateway's
+/// chain too. So this shows the trial works with every policy enforced and that nothing else
+/// reaches the gateway; that the way in is there at all, as an enforcer true to NetworkPolicy
+/// needs, is shown by the objects (`adapter_kubernetes_isolation.rs`).
 #[tokio::test]
 async fn r097_r187_a_restricted_trial_goes_out_through_its_own_gateway() {
     let admin = admin().await;
     node::require(&admin).await;
     let (a, _h) = node::load_adapter_with(GATEWAY_CONFIG).await;
     let app = id("node-gw-trial");
+    let (other, _, _) = control(&admin, "node-gw-trial-other").await;
     let mut workload = pando_tests::plans::workload("web");
     workload.image = BUSYBOX.into();
-    // The gateway may start after the workload: wait for the first allowed answer (40 s), then
-    // probe each refusal once.
+    // Waits for the test's go (`/tmp/go`), then retries the allowed host for 20 s (the gateway
+    // may still be starting; with the gateway's way in closed every try is refused), then
+    // probes each refusal once, and lingers 10 s for the test's own probe of the gateway.
     let script = format!(
         "echo proxy=$http_proxy; \
-         i=0; until wget -q -O /tmp/a http://{ALLOWED}/ 2>/dev/null || [ $i -ge 40 ]; do \
+         until [ -e /tmp/go ]; do sleep 0.2; done; \
+         i=0; until wget -q -O /tmp/a http://{ALLOWED}/ 2>/dev/null || [ $i -ge 20 ]; do \
            i=$((i+1)); sleep 1; done; \
          echo allowed=$(cat /tmp/a 2>/dev/null); \
          {denied} | head -n 1 | sed 's/^/denied=/'; \
          timeout 3 wget -Y off -q -O /dev/null http://{ip}/ 2>/dev/null \
            && echo direct=reached || echo direct=refused; \
-         exit 0",
+         sleep 10; exit 0",
         denied = raw_proxy_get(DENIED),
         ip = node::OUTSIDE_IP,
     );
@@ -355,7 +418,64 @@ async fn r097_r187_a_restricted_trial_goes_out_through_its_own_gateway() {
         pull_credentials: vec![],
         duration_ms: 90_000,
     };
-    let result = a.trial(&ctx(), &req).await.expect("trial");
+    let trial = {
+        let a = a.clone();
+        tokio::spawn(async move { a.trial(&ctx(), &req).await })
+    };
+    let (ns, _) = node::running_trial(&admin, &app).await;
+    let gateway = on_the_node(&ns, GATEWAY).await;
+    // Every policy of the namespace, on each pod it selects (by `matchLabels`, all the adapter
+    // writes): whichever the adapter made, the probe runs once all of them hold.
+    let policies = Api::<NetworkPolicy>::namespaced(admin.clone(), &ns)
+        .list(&Default::default())
+        .await
+        .expect("the trial's policies");
+    for pod in [&gateway, &node::running_trial(&admin, &app).await.1] {
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        for policy in &policies.items {
+            let selects = policy
+                .spec
+                .as_ref()
+                .and_then(|s| s.pod_selector.as_ref())
+                .and_then(|s| s.match_labels.clone())
+                .unwrap_or_default()
+                .iter()
+                .all(|(k, v)| labels.get(k) == Some(v));
+            if selects {
+                let policy = policy.metadata.name.clone().unwrap_or_default();
+                enforced(&ns, &name, &policy).await;
+            }
+        }
+    }
+    sh_in(&admin, &ns, "web", "workload", "touch /tmp/go").await;
+    // Once the workload has probed (the gateway answering it, or not), and while it lingers:
+    // nothing but the workload reaches the gateway, so a pod of another namespace, with no
+    // policy of its own, is refused on the gateway's port.
+    let pods = Api::<Pod>::namespaced(admin.clone(), &ns);
+    let logs = LogParams {
+        container: Some("workload".into()),
+        ..LogParams::default()
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !pods
+        .logs("web", &logs)
+        .await
+        .unwrap_or_default()
+        .contains("direct=")
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the workload never probed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    assert!(
+        !node::connects(&admin, &other.name, "prober", &node::ip(&gateway), 3128).await,
+        "R-097: the trial's gateway admits its workload only"
+    );
+
+    let result = trial.await.expect("join").expect("trial");
     let out = result.output_tail.replace('\r', "");
     let line = |key: &str| {
         out.lines()
@@ -388,4 +508,5 @@ async fn r097_r187_a_restricted_trial_goes_out_through_its_own_gateway() {
         "refused",
         "past the gateway, the policy refuses"
     );
+    other.delete().await.expect("cleanup");
 }

@@ -23,6 +23,7 @@ use crate::names;
 
 pub use crate::cidr::Cidr;
 pub use namespace::{AdapterUser, AppQuota, ContainerLimits};
+pub use network::{DnsEgress, METADATA_ADDRESS};
 
 /// The defaults of `adapter_user` and `namespace_role`.
 pub mod namespace_defaults {
@@ -31,6 +32,7 @@ pub mod namespace_defaults {
 }
 
 mod namespace;
+mod network;
 
 /// Default of `pando_namespace`.
 pub const DEFAULT_PANDO_NAMESPACE: &str = "pando-system";
@@ -80,11 +82,22 @@ pub struct Config {
     pub app_role: String,
     /// The cluster's DNS domain, the tail of every upstream name (R-023).
     pub cluster_domain: String,
-    /// The cluster's pod address range: apps never open connections into it
-    /// beyond their own namespace.
-    pub pod_cidr: Cidr,
-    /// The cluster's Service address range, excluded likewise.
-    pub service_cidr: Cidr,
+    /// The cluster's pod address ranges, at least one, of either family or
+    /// both (dual stack): apps never open connections into them beyond
+    /// their own namespace. `pod_cidr` in JSON, a CIDR or a list.
+    #[serde(rename = "pod_cidr")]
+    pub pod_cidrs: Vec<Cidr>,
+    /// The cluster's Service address ranges, excluded likewise.
+    #[serde(rename = "service_cidr")]
+    pub service_cidrs: Vec<Cidr>,
+    /// The nodes' addresses (the kubelet's port, NodePorts), excluded
+    /// likewise; none by default.
+    pub node_cidrs: Vec<Cidr>,
+    /// Whether the cloud metadata address ([`METADATA_ADDRESS`]) is
+    /// excluded from every egress rule (the default).
+    pub exclude_metadata_address: bool,
+    /// Where apps may send DNS queries.
+    pub dns_egress: DnsEgress,
     /// The API server's address, which only the edge may reach, when it
     /// falls inside an excluded range.
     pub api_server_cidr: Option<Cidr>,
@@ -149,6 +162,9 @@ struct RawConfig {
     cluster_domain: Option<Value>,
     pod_cidr: Option<Value>,
     service_cidr: Option<Value>,
+    node_cidrs: Option<Value>,
+    exclude_metadata_address: Option<Value>,
+    dns_egress: Option<Value>,
     api_server_cidr: Option<Value>,
     storage_class: Option<Value>,
     volume_size_bytes: Option<Value>,
@@ -208,8 +224,14 @@ impl Config {
             names::check_dns_subdomain,
         )?;
 
-        let pod_cidr = required_cidr("pod_cidr", raw.pod_cidr, "10.244.0.0/16")?;
-        let service_cidr = required_cidr("service_cidr", raw.service_cidr, "10.96.0.0/12")?;
+        let pod_cidrs = network::cidr_list("pod_cidr", raw.pod_cidr, Some("10.244.0.0/16"))?;
+        let service_cidrs =
+            network::cidr_list("service_cidr", raw.service_cidr, Some("10.96.0.0/12"))?;
+        let node_cidrs = network::cidr_list("node_cidrs", raw.node_cidrs, None)?;
+        let exclude_metadata_address =
+            network::boolean("exclude_metadata_address", raw.exclude_metadata_address)?
+                .unwrap_or(true);
+        let dns_egress = network::dns_egress(raw.dns_egress)?;
         let api_server_cidr = string("api_server_cidr", raw.api_server_cidr)?
             .map(|text| cidr("api_server_cidr", &text))
             .transpose()?;
@@ -322,8 +344,11 @@ impl Config {
             proxy_port,
             app_role,
             cluster_domain,
-            pod_cidr,
-            service_cidr,
+            pod_cidrs,
+            service_cidrs,
+            node_cidrs,
+            exclude_metadata_address,
+            dns_egress,
             api_server_cidr,
             storage_class,
             volume_size_bytes,
@@ -394,19 +419,6 @@ fn check(field: &str, value: &str, f: fn(&str) -> Result<(), String>) -> Result<
 fn cidr(field: &str, text: &str) -> Result<Cidr, Error> {
     text.parse::<Cidr>()
         .map_err(|why| invalid_field(field, format!("`{text}` is not a CIDR ({why})")))
-}
-
-fn required_cidr(field: &str, value: Option<Value>, example: &str) -> Result<Cidr, Error> {
-    match string(field, value)? {
-        Some(text) => cidr(field, &text),
-        None => Err(invalid_field(
-            field,
-            format!(
-                "is required: the cluster's address range, as a CIDR such as `{example}` \
-                 (the API does not report it reliably)"
-            ),
-        )),
-    }
 }
 
 fn node_port(field: &str, value: Option<Value>) -> Result<Option<u16>, Error> {

@@ -33,8 +33,8 @@ fn defaults() {
     assert_eq!(c.proxy_port, 8080);
     assert_eq!(c.app_role, "pando-app");
     assert_eq!(c.cluster_domain, "cluster.local");
-    assert_eq!(c.pod_cidr.to_string(), "10.244.0.0/16");
-    assert_eq!(c.service_cidr.to_string(), "10.96.0.0/12");
+    assert_eq!(c.pod_cidrs[0].to_string(), "10.244.0.0/16");
+    assert_eq!(c.service_cidrs[0].to_string(), "10.96.0.0/12");
     assert_eq!(c.api_server_cidr, None);
     assert_eq!(c.storage_class, None);
     assert_eq!(c.volume_size_bytes, 1024 * 1024 * 1024);
@@ -91,7 +91,7 @@ fn every_field_set() {
         }"#,
     )
     .unwrap();
-    assert_eq!(c.pod_cidr.to_string(), "fd00:10:244::/56");
+    assert_eq!(c.pod_cidrs[0].to_string(), "fd00:10:244::/56");
     assert_eq!(c.edge_runtime_class.as_deref(), Some("edge-nodes"));
     assert_eq!(c.api_server_cidr.unwrap().to_string(), "172.18.0.2/32");
     assert_eq!(
@@ -182,28 +182,19 @@ fn service_cidr_is_required_and_a_cidr() {
 #[test]
 fn cidrs_accept_ipv4_and_ipv6_and_are_masked() {
     assert_eq!(
-        with("pod_cidr", r#""10.1.2.3/8""#)
-            .unwrap()
-            .pod_cidr
-            .to_string(),
+        with("pod_cidr", r#""10.1.2.3/8""#).unwrap().pod_cidrs[0].to_string(),
         "10.0.0.0/8"
     );
     assert_eq!(
-        with("pod_cidr", r#""0.0.0.0/0""#)
-            .unwrap()
-            .pod_cidr
-            .to_string(),
+        with("pod_cidr", r#""0.0.0.0/0""#).unwrap().pod_cidrs[0].to_string(),
         "0.0.0.0/0"
     );
     assert_eq!(
-        with("pod_cidr", r#""::/0""#).unwrap().pod_cidr.to_string(),
+        with("pod_cidr", r#""::/0""#).unwrap().pod_cidrs[0].to_string(),
         "::/0"
     );
     assert_eq!(
-        with("pod_cidr", r#""fd00:1:2:3::1/64""#)
-            .unwrap()
-            .pod_cidr
-            .to_string(),
+        with("pod_cidr", r#""fd00:1:2:3::1/64""#).unwrap().pod_cidrs[0].to_string(),
         "fd00:1:2:3::/64"
     );
     let c: Cidr = "10.96.0.0/12".parse().unwrap();

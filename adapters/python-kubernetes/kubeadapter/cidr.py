@@ -32,6 +32,14 @@ class Cidr:
     def __str__(self) -> str:
         return f"{self.address}/{self.prefix}"
 
+    def covers(self, other: "Cidr") -> bool:
+        """Whether every address of `other` is inside this range. Two ranges
+        either nest or are disjoint."""
+        if self.is_ipv4 != other.is_ipv4 or other.prefix < self.prefix:
+            return False
+        mine = ipaddress.ip_network(f"{self.address}/{self.prefix}")
+        return other.address in mine
+
 
 def parse(text: str) -> Cidr:
     """Parse `address/prefix`; raises `CidrError` saying why not."""
@@ -55,3 +63,8 @@ def parse(text: str) -> Cidr:
     prefix = int(prefix_text)
     network = ipaddress.ip_network(f"{address}/{prefix}", strict=False)
     return Cidr(address=network.network_address, prefix=prefix)
+
+
+def everything(v4: bool) -> Cidr:
+    """The whole of a family: `0.0.0.0/0` or `::/0`."""
+    return parse("0.0.0.0/0" if v4 else "::/0")

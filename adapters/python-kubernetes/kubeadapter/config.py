@@ -12,9 +12,10 @@ silently ignoring a setting would let an operator believe it applies.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import cidr, errors, names
 
@@ -29,6 +30,9 @@ FIELDS = (
     "cluster_domain",
     "pod_cidr",
     "service_cidr",
+    "node_cidrs",
+    "exclude_metadata_address",
+    "dns_egress",
     "api_server_cidr",
     "storage_class",
     "volume_size_bytes",
@@ -55,12 +59,31 @@ NOT_HERE = {
 }
 
 
+# The link-local address clouds serve instance metadata on; excluded from
+# every egress rule unless `exclude_metadata_address` is false.
+METADATA_ADDRESS = "169.254.169.254/32"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclass(frozen=True)
+class DnsEgress:
+    """`dns_egress`: where every app's policy lets it send DNS queries."""
+
+    namespace_selector: Tuple[Tuple[str, str], ...] = ((NAMESPACE_NAME_LABEL, "kube-system"),)
+    pod_selector: Tuple[Tuple[str, str], ...] = ()
+    cidrs: Tuple[cidr.Cidr, ...] = ()
+    port: int = 53
+
+
 @dataclass(frozen=True)
 class Config:
     """The configuration, validated, with every default filled in."""
 
-    pod_cidr: cidr.Cidr
-    service_cidr: cidr.Cidr
+    pod_cidrs: Tuple[cidr.Cidr, ...]
+    service_cidrs: Tuple[cidr.Cidr, ...]
+    node_cidrs: Tuple[cidr.Cidr, ...] = ()
+    exclude_metadata_address: bool = True
+    dns_egress: DnsEgress = field(default_factory=DnsEgress)
     pando_namespace: str = DEFAULT_PANDO_NAMESPACE
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
     api_server_cidr: Optional[cidr.Cidr] = None
@@ -111,15 +134,83 @@ def _cidr(name: str, text: str) -> cidr.Cidr:
         raise invalid_field(name, f"`{text}` is not a CIDR ({why})") from None
 
 
-def _required_cidr(name: str, value: Any, example: str) -> cidr.Cidr:
-    text = _string(name, value)
-    if text is None:
+def _cidr_list(name: str, value: Any, example: Optional[str]) -> Tuple[cidr.Cidr, ...]:
+    """One CIDR or a list of them (dual stack); `example` makes it required."""
+    if value is None or value == "":
+        items: list = []
+    elif isinstance(value, list):
+        items = value
+    else:
+        items = [value]
+    out = []
+    for i, item in enumerate(items):
+        text = _string(name, item)
+        if text is None:
+            raise invalid_field(name, f"entry {i} is empty: give a CIDR such as `10.244.0.0/16`")
+        out.append(_cidr(name, text))
+    if not out and example is not None:
         raise invalid_field(
             name,
-            f"is required: the cluster's address range, as a CIDR such as `{example}` "
-            "(the API does not report it reliably)",
+            f"is required: the cluster's address range, as a CIDR such as `{example}`, or a "
+            "list of them (one of each family on a dual-stack cluster); the API does not "
+            "report it reliably",
         )
-    return _cidr(name, text)
+    return tuple(out)
+
+
+def _labels(name: str, value: Any) -> Tuple[Tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        raise invalid_field(name, f"`{json.dumps(value)}` is not an object of labels")
+    out = []
+    for key, v in value.items():
+        if not isinstance(v, str):
+            raise invalid_field(name, f"the value of label `{key}` is not a string")
+        why = names.check_label_key(key)
+        if why is not None:
+            raise invalid_field(name, f"label key `{key}` {why}")
+        why = names.check_label_value(v)
+        if why is not None:
+            raise invalid_field(name, f"label value `{v}` {why}")
+        out.append((key, v))
+    return tuple(sorted(out))
+
+
+def _dns_egress(value: Any) -> DnsEgress:
+    name = "dns_egress"
+    if value is None:
+        return DnsEgress()
+    if not isinstance(value, dict):
+        raise invalid_field(name, f"`{json.dumps(value)}` is not an object")
+    dns = DnsEgress()
+    fields: Dict[str, Any] = {}
+    for key, v in value.items():
+        at = f"{name}.{key}"
+        if key in ("namespace_selector", "pod_selector"):
+            fields[key] = _labels(at, v)
+        elif key == "cidrs":
+            fields[key] = _cidr_list(at, v, None)
+        elif key == "port":
+            port = _integer(at, v, 1, 65535)
+            if port is not None:
+                fields[key] = port
+        else:
+            raise invalid_field(
+                name, f"unknown key `{key}`: use namespace_selector, pod_selector, cidrs, port"
+            )
+    dns = dataclasses.replace(dns, **fields)
+    if not dns.namespace_selector and not dns.cidrs:
+        raise invalid_field(
+            name,
+            "names no DNS server: give a `namespace_selector` (the default is namespace "
+            "`kube-system`) or `cidrs`",
+        )
+    if not dns.namespace_selector and dns.pod_selector:
+        raise invalid_field(
+            name,
+            "`pod_selector` needs a `namespace_selector`: pods are selected in the namespaces "
+            "it names",
+        )
+    return dns
 
 
 def parse_node_selector(text: str) -> Dict[str, str]:
@@ -176,8 +267,15 @@ def parse(text: str) -> Config:
     cluster_domain = cluster_domain or DEFAULT_CLUSTER_DOMAIN
     _check("cluster_domain", cluster_domain, names.check_dns_subdomain)
 
-    pod_cidr = _required_cidr("pod_cidr", raw.get("pod_cidr"), "10.244.0.0/16")
-    service_cidr = _required_cidr("service_cidr", raw.get("service_cidr"), "10.96.0.0/12")
+    pod_cidrs = _cidr_list("pod_cidr", raw.get("pod_cidr"), "10.244.0.0/16")
+    service_cidrs = _cidr_list("service_cidr", raw.get("service_cidr"), "10.96.0.0/12")
+    node_cidrs = _cidr_list("node_cidrs", raw.get("node_cidrs"), None)
+    exclude = raw.get("exclude_metadata_address")
+    if exclude is not None and not isinstance(exclude, bool):
+        raise invalid_field(
+            "exclude_metadata_address", f"`{json.dumps(exclude)}` is not `true` or `false`"
+        )
+    dns_egress = _dns_egress(raw.get("dns_egress"))
     api_server_text = _string("api_server_cidr", raw.get("api_server_cidr"))
     api_server_cidr = None if api_server_text is None else _cidr("api_server_cidr", api_server_text)
 
@@ -204,8 +302,11 @@ def parse(text: str) -> Config:
             ) from None
 
     return Config(
-        pod_cidr=pod_cidr,
-        service_cidr=service_cidr,
+        pod_cidrs=pod_cidrs,
+        service_cidrs=service_cidrs,
+        node_cidrs=node_cidrs,
+        exclude_metadata_address=True if exclude is None else exclude,
+        dns_egress=dns_egress,
         pando_namespace=pando_namespace,
         cluster_domain=cluster_domain,
         api_server_cidr=api_server_cidr,

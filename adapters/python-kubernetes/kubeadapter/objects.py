@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 
 from wit_world.imports import types
 
-from . import cidr, errors, names
+from . import cidr, errors, exclusions, names
 from .config import Config
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -99,26 +99,12 @@ def namespace(name: str, app_id: str) -> Json:
 
 def _egress(config: Config, plan: types.BundlePlan) -> List[Json]:
     own: Json = {"podSelector": {}}
-    dns = {
-        "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
-        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-    }
-    egress: List[Json] = [dns, {"to": [own]}]
+    egress: List[Json] = [exclusions.dns_rule(config), {"to": [own]}]
     policy = plan.network.egress
     if isinstance(policy, types.EgressPolicy_None_):
         return egress
     if isinstance(policy, types.EgressPolicy_Open):
-        excluded = [config.pod_cidr, config.service_cidr]
-        if config.api_server_cidr is not None:
-            excluded.append(config.api_server_cidr)
-
-        def block(everything: str, v4: bool) -> Json:
-            except_ = [str(c) for c in excluded if c.is_ipv4 == v4]
-            if except_:
-                return {"ipBlock": {"cidr": everything, "except": except_}}
-            return {"ipBlock": {"cidr": everything}}
-
-        egress.append({"to": [block("0.0.0.0/0", True), block("::/0", False)]})
+        egress.append({"to": exclusions.outside(config)})
         return egress
     # Restricted: CIDR destinations only.
     for rule in policy.value:
@@ -140,7 +126,14 @@ def _egress(config: Config, plan: types.BundlePlan) -> List[Json]:
             for p in rule.ports
             for entry in ({"protocol": "TCP", "port": p}, {"protocol": "UDP", "port": p})
         ]
-        entry: Json = {"to": [{"ipBlock": {"cidr": str(destination)}}]}
+        # Clipped as `open` is: never into the cluster.
+        try:
+            peer = exclusions.clip(config, destination)
+        except ValueError as why:
+            raise errors.invalid(
+                f"egress destination `{rule.destination}` of app `{plan.id}` {why}"
+            ) from None
+        entry: Json = {"to": [peer]}
         if ports:
             entry["ports"] = ports
         egress.append(entry)

@@ -40,18 +40,50 @@ def schema() -> Dict[str, Any]:
                 "maxLength": 253,
             },
             "pod_cidr": {
-                "type": "string",
-                "description": "The cluster's pod address range, as a CIDR (IPv4 or IPv6). An "
-                "app may open connections out of the cluster, never into this range.",
+                "type": ["string", "array"],
+                "description": "The cluster's pod address ranges: a CIDR (IPv4 or IPv6), or a "
+                "list of them, one of each family on a dual-stack cluster. An app may open "
+                "connections out of the cluster, never into these ranges (R-025).",
                 "pattern": CIDR_PATTERN,
-                "examples": ["10.244.0.0/16", "fd00:10:244::/56"],
+                "items": {"type": "string", "pattern": CIDR_PATTERN},
+                "minItems": 1,
+                "examples": ["10.244.0.0/16", ["10.244.0.0/16", "fd00:10:244::/56"]],
             },
             "service_cidr": {
-                "type": "string",
-                "description": "The cluster's Service address range, as a CIDR (IPv4 or IPv6). "
-                "An app may open connections out of the cluster, never into this range.",
+                "type": ["string", "array"],
+                "description": "The cluster's Service address ranges: a CIDR (IPv4 or IPv6), or "
+                "a list of them. An app may open connections out of the cluster, never into them.",
                 "pattern": CIDR_PATTERN,
-                "examples": ["10.96.0.0/12", "fd00:10:96::/112"],
+                "items": {"type": "string", "pattern": CIDR_PATTERN},
+                "minItems": 1,
+                "examples": ["10.96.0.0/12", ["10.96.0.0/12", "fd00:10:96::/112"]],
+            },
+            "node_cidrs": {
+                "type": ["string", "array", "null"],
+                "description": "The nodes' addresses (the kubelet's port, NodePorts), kept out "
+                "of every app's egress as the pod and Service ranges are. Unset, none.",
+                "default": [],
+                "pattern": CIDR_PATTERN,
+                "items": {"type": "string", "pattern": CIDR_PATTERN},
+            },
+            "exclude_metadata_address": {
+                "type": ["boolean", "null"],
+                "description": "Whether the cloud metadata address, 169.254.169.254, is kept "
+                "out of every app's egress.",
+                "default": True,
+            },
+            "dns_egress": {
+                "type": ["object", "null"],
+                "description": "Where every app's policy lets it send DNS queries: pods by "
+                "`namespace_selector` (default `kube-system`) and `pod_selector`, and `cidrs`, "
+                "on `port` (53) over UDP and TCP.",
+                "default": {
+                    "namespace_selector": {"kubernetes.io/metadata.name": "kube-system"},
+                    "pod_selector": {},
+                    "cidrs": [],
+                    "port": 53,
+                },
+                "additionalProperties": False,
             },
             "api_server_cidr": {
                 "type": ["string", "null"],
