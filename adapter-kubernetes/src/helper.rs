@@ -132,8 +132,20 @@ impl HelperPod {
         }))?;
         let api = Api::<Pod>::namespaced(ns);
         let ctx = |e| Error::from(e).context(&format!("helper pod `{ns}/{name}`"));
-        // A helper left by a call the host stopped is in the way: it goes.
-        if api.get_opt(name).map_err(ctx)?.is_some() {
+        // A helper left by a call the host stopped is in the way: it goes. A pod of that name
+        // that is not this app's helper for this purpose (a workload named so) is never
+        // deleted: `conflict`.
+        if let Some(existing) = api.get_opt(name).map_err(ctx)? {
+            if !is_helper(&existing, id, purpose) {
+                return Err(Error::Conflict(format!(
+                    "pod `{ns}/{name}` is in the way of the volume helper and is not one (no \
+                     labels `{}: {}`, `{}: {id}`, `{HELPER_LABEL}: {purpose}`): it is left \
+                     alone; rename the workload of that name",
+                    objects::MANAGED_BY,
+                    objects::MANAGER,
+                    objects::APP_LABEL,
+                )));
+            }
             api.delete_opt(name, &DeleteParams::background().grace_period(0))
                 .map_err(ctx)?;
             crate::apply::wait_gone(&api, name)?;
@@ -230,6 +242,16 @@ impl Drop for HelperPod {
             );
         }
     }
+}
+
+/// Whether `pod` is app `id`'s helper for `purpose`, by the labels
+/// [`HelperPod::start`] gives it.
+pub fn is_helper(pod: &Pod, id: &str, purpose: &str) -> bool {
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let is = |key: &str, value: &str| labels.get(key).map(String::as_str) == Some(value);
+    is(objects::MANAGED_BY, objects::MANAGER)
+        && is(objects::APP_LABEL, id)
+        && is(HELPER_LABEL, purpose)
 }
 
 /// The image a helper pod runs, for an error message.

@@ -23,6 +23,10 @@ use crate::{names, objects, quantity, volumes};
 /// stopped app is started by Apply creating new pods.
 pub fn stop(bundle: &BundleRef) -> Result<(), Error> {
     let ns = names::app_namespace(&bundle.id)?;
+    // Only in the app's own namespace: never another's pods (`conflict`).
+    if volumes::owned_namespace(&ns, &bundle.id)?.is_none() {
+        return Ok(());
+    }
     let api = Api::<Pod>::namespaced(&ns);
     let ctx = |e| Error::from(e).context(&format!("stopping the pods of namespace `{ns}`"));
     let pods = match api.list(&ListParams::default().labels(&objects::managed_selector())) {
@@ -65,12 +69,15 @@ where
 /// Secrets and ConfigMaps go, and the namespace stays with its claims and
 /// its default-deny policy: a claim lives in a namespace. Without it, each
 /// volume goes as `destroy-volume` removes one, then the namespace. An app
-/// already gone is not an error.
+/// already gone is not an error; a namespace not the app's own is
+/// `conflict`, and nothing is deleted.
 pub fn destroy(bundle: &BundleRef, options: &DestroyOptions) -> Result<(), Error> {
     let ns = names::app_namespace(&bundle.id)?;
     let namespaces = Api::<Namespace>::all();
     let ctx = |e| Error::from(e).context(&format!("destroying namespace `{ns}`"));
-    if namespaces.get_opt(&ns).map_err(ctx)?.is_none() {
+    // A `pando-*` namespace the adapter did not make for this app (the
+    // edge's, the canary's, another's) is `conflict`, and nothing goes.
+    if volumes::owned_namespace(&ns, &bundle.id)?.is_none() {
         return Ok(());
     }
     if options.keep_volumes {

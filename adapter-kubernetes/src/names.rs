@@ -81,9 +81,25 @@ pub fn upstream(
     Ok(UpstreamAddress { host, port })
 }
 
-/// An app id: a DNS label of at most [`MAX_APP_ID`] characters.
+/// App ids whose namespace would be one of Pando's own: the edge's
+/// (`pando-edge`, the default `edge_namespace`), the NetworkPolicy
+/// canary's (`pando-canary`) and Pando's server's (`pando-system`, the
+/// default `pando_namespace`). Ids starting with [`RESERVED_APP_ID_PREFIX`]
+/// are reserved too. A configured namespace of another name is kept apart
+/// by the ownership check instead (`volumes::owned_namespace`).
+pub const RESERVED_APP_IDS: [&str; 4] = ["edge", "canary", "system", "trial"];
+/// Trials' namespaces are `pando-trial-<hex>`: no app id starts so.
+pub const RESERVED_APP_ID_PREFIX: &str = "trial-";
+
+/// An app id: a DNS label of at most [`MAX_APP_ID`] characters, not one of
+/// [`RESERVED_APP_IDS`].
 fn check_app_id(app_id: &str) -> Result<(), Error> {
     check_dns_label(app_id).map_err(|why| Error::Invalid(format!("app id `{app_id}` {why}")))?;
+    if RESERVED_APP_IDS.contains(&app_id) || app_id.starts_with(RESERVED_APP_ID_PREFIX) {
+        return Err(Error::Invalid(format!(
+            "app id `{app_id}` is reserved: its namespace `{APP_NAMESPACE_PREFIX}{app_id}` is              one Pando makes for itself (the edge, the NetworkPolicy canary, Pando's server,              trials); rename the app"
+        )));
+    }
     if app_id.len() > MAX_APP_ID {
         return Err(Error::Invalid(format!(
             "app id `{app_id}` is too long: its namespace `{APP_NAMESPACE_PREFIX}{app_id}` \
@@ -234,6 +250,23 @@ mod tests {
         assert_eq!(err.kind(), "invalid");
         assert!(err.message().contains("app id"), "{}", err.message());
         assert!(err.message().contains("63"), "{}", err.message());
+    }
+
+    #[test]
+    fn app_ids_that_map_onto_pandos_own_namespaces_are_reserved() {
+        for reserved in ["edge", "canary", "system", "trial", "trial-0123456789"] {
+            let err = app_namespace(reserved).expect_err(reserved);
+            assert_eq!(err.kind(), "invalid");
+            assert!(
+                err.message().contains("reserved")
+                    && err.message().contains(&format!("pando-{reserved}")),
+                "{}",
+                err.message()
+            );
+        }
+        for fine in ["edges", "my-edge", "trials", "canary2"] {
+            assert!(app_namespace(fine).is_ok(), "{fine}");
+        }
     }
 
     #[test]

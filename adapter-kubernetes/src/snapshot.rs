@@ -114,11 +114,13 @@ fn locate(volume: &VolumeHandle) -> Result<(String, String, Vec<Pod>), Error> {
     let ns = names::app_namespace(&volume.bundle)?;
     let claim = objects::claim_name(&volume.name)?.to_owned();
     let ctx = |e| Error::from(e).context(&format!("volume `{}` of app `{}`", claim, volume.bundle));
+    // A namespace not the app's own is `conflict`: its claims are not the app's.
+    let owned = crate::volumes::owned_namespace(&ns, &volume.bundle)?.is_some();
     let found = match Api::<PersistentVolumeClaim>::namespaced(&ns).get_opt(&claim) {
         Err(e) if crate::rbac::namespace_gone(&ns, &e) => None,
         other => other.map_err(ctx)?,
     };
-    if found.is_none() {
+    if !owned || found.is_none() {
         return Err(Error::NotFound(format!(
             "volume `{claim}` of app `{}` does not exist (no claim `{ns}/{claim}`)",
             volume.bundle

@@ -31,15 +31,7 @@ pub fn ensure_namespace(config: &Config, ns: &str, id: &str) -> Result<(), Error
             quota::set_up(config, ns).inspect_err(|_| quota::abandon(ns))
         }
         Some(existing) => {
-            let labels = existing.metadata.labels.unwrap_or_default();
-            if labels.get(objects::MANAGED_BY).map(String::as_str) != Some(objects::MANAGER) {
-                return Err(Error::Conflict(format!(
-                    "namespace `{ns}` exists and is not Pando's (no label `{}: {}`): \
-                     rename the app, or remove the namespace",
-                    objects::MANAGED_BY,
-                    objects::MANAGER
-                )));
-            }
+            check_owned(&existing, ns, id)?;
             if existing.metadata.deletion_timestamp.is_some() {
                 return Err(Error::Unavailable(format!(
                     "namespace `{ns}` is being deleted; apply again once it is gone"
@@ -47,6 +39,44 @@ pub fn ensure_namespace(config: &Config, ns: &str, id: &str) -> Result<(), Error
             }
             Ok(())
         }
+    }
+}
+
+/// Namespace `ns` of app `id`, when it exists and is the app's own;
+/// `conflict` when it exists and is not. Every call that writes or
+/// deletes in an app's namespace asks this first: `pando-<id>` being
+/// Pando's (the managed-by label) is not enough, since the edge's, the
+/// canary's and a trial's are Pando's too; the namespace must name the
+/// app (`pando.dev/app: <id>`), as the adapter labels the ones it makes.
+pub fn owned_namespace(ns: &str, id: &str) -> Result<Option<Namespace>, Error> {
+    let found = Api::<Namespace>::all()
+        .get_opt(ns)
+        .map_err(|e| Error::from(e).context(&format!("namespace `{ns}`")))?;
+    if let Some(existing) = &found {
+        check_owned(existing, ns, id)?;
+    }
+    Ok(found)
+}
+
+/// `conflict` unless `existing` carries Pando's label and app `id`'s.
+fn check_owned(existing: &Namespace, ns: &str, id: &str) -> Result<(), Error> {
+    let labels = existing.metadata.labels.clone().unwrap_or_default();
+    if labels.get(objects::MANAGED_BY).map(String::as_str) != Some(objects::MANAGER) {
+        return Err(Error::Conflict(format!(
+            "namespace `{ns}` exists and is not Pando's (no label `{}: {}`): \
+             rename the app, or remove the namespace",
+            objects::MANAGED_BY,
+            objects::MANAGER
+        )));
+    }
+    match labels.get(objects::APP_LABEL) {
+        Some(app) if app == id => Ok(()),
+        other => Err(Error::Conflict(format!(
+            "namespace `{ns}` is Pando's but not app `{id}`'s (its label `{}` is {}): Pando \
+             made it for something else, and nothing of it is touched; rename the app",
+            objects::APP_LABEL,
+            other.map_or_else(|| "absent".to_owned(), |a| format!("`{a}`"))
+        ))),
     }
 }
 
@@ -129,10 +159,13 @@ pub fn create_volume(config: &Config, req: &VolumeRequest) -> Result<VolumeHandl
 pub fn destroy_volume(volume: &VolumeHandle) -> Result<(), Error> {
     let ns = names::app_namespace(&volume.bundle)?;
     let name = objects::claim_name(&volume.name)?;
+    if owned_namespace(&ns, &volume.bundle)?.is_none() {
+        return Ok(());
+    }
     let api = Api::<PersistentVolumeClaim>::namespaced(&ns);
     let ctx = |e| Error::from(e).context(&format!("claim `{ns}/{name}`"));
-    // No namespace, no binding of the adapter's: RBAC refuses, and there is
-    // no claim either.
+    // A namespace deleted meanwhile leaves no binding of the adapter's:
+    // RBAC refuses, and there is no claim either.
     let found = match api.get_opt(name) {
         Err(e) if crate::rbac::namespace_gone(&ns, &e) => None,
         other => other.map_err(ctx)?,

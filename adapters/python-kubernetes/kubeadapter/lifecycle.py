@@ -15,6 +15,9 @@ def stop(bundle: types.BundleRef) -> None:
     log is how the last crash stays readable (R-150). Apply starts a
     stopped app again."""
     ns = names.app_namespace(bundle.id)
+    # Only in the app's own namespace: never another's pods (`conflict`).
+    if volumes.owned_namespace(ns, bundle.id) is None:
+        return
     try:
         for pod in kube.list_items(kube.core(ns, "pods"), objects.managed_selector()):
             if not kube.is_exited(pod):
@@ -36,13 +39,11 @@ def destroy(bundle: types.BundleRef, options: types.DestroyOptions) -> None:
     Secrets and ConfigMaps go and the namespace stays with its claims and
     default-deny policy (a claim lives in a namespace). Without, each claim
     goes with its data, then the namespace. An app already gone is not an
-    error."""
+    error; a namespace not the app's own is `conflict`, and nothing goes."""
     ns = names.app_namespace(bundle.id)
-    try:
-        if kube.get_opt(kube.namespace_path(ns)) is None:
-            return
-    except Err as e:
-        raise errors.with_context(e, f"destroying namespace `{ns}`") from None
+    # A `pando-*` namespace not made for this app is `conflict`; nothing goes.
+    if volumes.owned_namespace(ns, bundle.id) is None:
+        return
     if options.keep_volumes:
         for resource in ("pods", "services", "secrets", "configmaps"):
             _delete_managed(ns, resource)

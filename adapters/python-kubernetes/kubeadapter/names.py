@@ -108,11 +108,25 @@ def check_label_value(value: str) -> Optional[str]:
     return None
 
 
+# App ids whose namespace is one Pando makes for itself (the edge's, the
+# NetworkPolicy canary's, Pando's server's; trials' are `pando-trial-<hex>`),
+# as the Rust adapter reserves them (adapter-kubernetes/src/names.rs).
+RESERVED_APP_IDS = ("edge", "canary", "system", "trial")
+RESERVED_APP_ID_PREFIX = "trial-"
+
+
 def check_app_id(app_id: str) -> None:
-    """An app id: a DNS label short enough that `pando-<id>` is one too."""
+    """An app id: a DNS label short enough that `pando-<id>` is one too, and
+    not one of `RESERVED_APP_IDS`."""
     why = check_dns_label(app_id)
     if why is not None:
         raise errors.invalid(f"app id `{app_id}` {why}")
+    if app_id in RESERVED_APP_IDS or app_id.startswith(RESERVED_APP_ID_PREFIX):
+        raise errors.invalid(
+            f"app id `{app_id}` is reserved: its namespace `{APP_NAMESPACE_PREFIX}{app_id}` is "
+            "one Pando makes for itself (the edge, the NetworkPolicy canary, Pando's server, "
+            "trials); rename the app"
+        )
     if len(app_id) > MAX_APP_ID:
         raise errors.invalid(
             f"app id `{app_id}` is too long: its namespace `{APP_NAMESPACE_PREFIX}{app_id}` "

@@ -91,13 +91,41 @@ def ensure_namespace(ns: str, app_id: str) -> None:
             return
     except Err as e:
         raise errors.with_context(e, f"namespace `{ns}`") from None
-    if kube.labels_of(existing).get(objects.MANAGED_BY) != objects.MANAGER:
+    check_owned(existing, ns, app_id)
+    if (existing.get("metadata") or {}).get("deletionTimestamp"):
+        raise errors.unavailable(f"namespace `{ns}` is being deleted; apply again once it is gone")
+
+
+def check_owned(existing: Json, ns: str, app_id: str) -> None:
+    """`conflict` unless namespace `existing` carries Pando's label and app
+    `app_id`'s: the edge's, the canary's and a trial's are Pando's too, and
+    a call about an app writes or deletes only in that app's own."""
+    labels = kube.labels_of(existing)
+    if labels.get(objects.MANAGED_BY) != objects.MANAGER:
         raise errors.conflict(
             f"namespace `{ns}` exists and is not Pando's (no label "
             f"`{objects.MANAGED_BY}: {objects.MANAGER}`): rename the app, or remove the namespace"
         )
-    if (existing.get("metadata") or {}).get("deletionTimestamp"):
-        raise errors.unavailable(f"namespace `{ns}` is being deleted; apply again once it is gone")
+    app = labels.get(objects.APP_LABEL)
+    if app != app_id:
+        shown = "absent" if app is None else f"`{app}`"
+        raise errors.conflict(
+            f"namespace `{ns}` is Pando's but not app `{app_id}`'s (its label "
+            f"`{objects.APP_LABEL}` is {shown}): Pando made it for something else, and nothing "
+            "of it is touched; rename the app"
+        )
+
+
+def owned_namespace(ns: str, app_id: str) -> Optional[Json]:
+    """Namespace `ns` of app `app_id` when it exists and is the app's own;
+    `conflict` when it exists and is not (`check_owned`)."""
+    try:
+        existing = kube.get_opt(kube.namespace_path(ns))
+    except Err as e:
+        raise errors.with_context(e, f"namespace `{ns}`") from None
+    if existing is not None:
+        check_owned(existing, ns, app_id)
+    return existing
 
 
 def _pv_path(name: str) -> str:
@@ -177,12 +205,9 @@ def destroy_volume(volume: types.VolumeHandle) -> None:
     """`destroy-volume`: the volume's claim and its data."""
     ns = names.app_namespace(volume.bundle)
     # No namespace, no binding of the adapter's in it (RBAC would answer 403,
-    # not 404): no claim either.
-    try:
-        if kube.get_opt(kube.namespace_path(ns)) is None:
-            return
-    except Err as e:
-        raise errors.with_context(e, f"namespace `{ns}`") from None
+    # not 404): no claim either. Another's is `conflict`.
+    if owned_namespace(ns, volume.bundle) is None:
+        return
     destroy_claim(ns, objects.claim_name(volume.name))
 
 
