@@ -268,7 +268,8 @@ pub fn network_policy(config: &Config, plan: &EdgePlan) -> Result<NetworkPolicy,
         }],
         "ports": [tcp(config.proxy_port)],
     });
-    let mut egress = vec![crate::objects::dns_egress(), proxy];
+    // The DNS the apps reach (`dns_egress`), so one setting holds for both.
+    let mut egress = vec![crate::exclusions::dns_rule(config), proxy];
     if let Some(api) = &config.api_server_cidr {
         egress.push(json!({ "to": [{ "ipBlock": { "cidr": api.to_string() } }] }));
     }

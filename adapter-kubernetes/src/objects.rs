@@ -169,15 +169,6 @@ pub fn network_policy(config: &Config, plan: &BundlePlan) -> Result<NetworkPolic
     )
 }
 
-/// The egress rule to cluster DNS: port 53 in kube-system.
-pub fn dns_egress() -> Value {
-    json!({
-        "to": [{ "namespaceSelector": { "matchLabels": {
-            "kubernetes.io/metadata.name": "kube-system" } } }],
-        "ports": [{ "protocol": "UDP", "port": 53 }, { "protocol": "TCP", "port": 53 }],
-    })
-}
-
 /// A policy over every pod of a namespace: `ingress` as given (empty denies
 /// every connection in), egress to cluster DNS (`dns_egress`), the
 /// namespace itself, and `egress`.
