@@ -61,7 +61,8 @@ pub struct Limits {
     pub max_handles: u32,
     /// Bytes the host may hold for the adapter, all its instances together,
     /// in stream buffers it asked for: the bytes of each `from-bytes`, the
-    /// capacity of each `pipe`. Held until the stream is dropped; past the
+    /// capacity of each `pipe`, the event buffer of each Kubernetes watch
+    /// (1 MiB). Held until the stream is dropped; past the
     /// budget `from-bytes` and `pipe` answer streams that fail at once with
     /// an error naming this limit (their WIT signatures have no error case).
     pub stream_buffer_bytes: u64,

@@ -106,6 +106,41 @@ async fn watches_past_max_streams_are_denied_naming_the_limit() {
     ns.delete().await.expect("cleanup");
 }
 
+/// A watch reserves its event buffer (1 MiB) of `limits.stream_buffer_bytes`
+/// when it opens: past the budget the open is denied naming it, so what
+/// watches buffer for a guest that does not read is bounded.
+#[tokio::test]
+async fn watches_reserve_their_buffers_of_the_stream_budget() {
+    let (a, _h) = probe_with(Limits {
+        stream_buffer_bytes: 8 * MIB,
+        ..Limits::default()
+    })
+    .await;
+    let ns = probe::app_namespace("watchbuf").await;
+    let got = probe::op(&a, &format!("watches:20:{}", ns.name))
+        .await
+        .expect("runs");
+    let (ok, failed, error) = holdings(&got);
+    assert_eq!((ok, failed), (8, 12), "{got}");
+    assert!(
+        error.contains("Denied") && error.contains("limits.stream_buffer_bytes"),
+        "{error}"
+    );
+    let held = a.held_streams();
+    assert_eq!((held.bytes, held.streams), (0, 0), "given back: {held:?}");
+    assert_eq!(held.refused_bytes, 12);
+    let report = a.grant_report().expect("a report");
+    assert!(
+        report
+            .limit_refusals
+            .iter()
+            .any(|r| r.limit == "limits.stream_buffer_bytes" && r.count == 12),
+        "counted in the usage report: {:?}",
+        report.limit_refusals
+    );
+    ns.delete().await.expect("cleanup");
+}
+
 /// Grants with a rate budget of `burst` requests and next to no refill.
 fn grants_with_burst(burst: u32) -> Grants {
     let text = probe::GRANTS.replace(

@@ -290,7 +290,7 @@ mod host_impl {
             let Some(kube) = self.kubernetes.clone() else {
                 return Ok(Err(no_cluster()));
             };
-            let held = match self.hold("watch", 0) {
+            let held = match self.hold("watch", super::watch::BUFFER_BYTES) {
                 Ok(h) => h,
                 Err(why) => return Ok(Err(over_limit(why))),
             };

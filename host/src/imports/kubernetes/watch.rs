@@ -1,13 +1,17 @@
 //! `watch`: one watch, its events delivered one at a time.
 //!
 //! A task drives kube-rs's watch decoding into a small bounded channel, so a
-//! guest that reads slowly slows the stream instead of growing memory. The
-//! end is told apart: the server closing (resume from the last version),
+//! guest that reads slowly slows the stream instead of growing memory: at
+//! most [`DEPTH`] events and [`BUFFER_BYTES`] of them (one event larger than
+//! that passes alone), a reservation taken from the adapter's
+//! `limits.stream_buffer_bytes` when the watch opens. The end is told apart: the server closing (resume from the last version),
 //! 410 Gone (list again), or a failure.
+
+use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::core::WatchEvent as KubeEvent;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::KubeContext;
@@ -21,15 +25,23 @@ use crate::grants::path::{self, ApiRequest};
 /// Events buffered between the API server and the guest.
 const DEPTH: usize = 64;
 
-/// One item of a watch: an event or its end.
+/// Bytes of events buffered between the API server and the guest, at most:
+/// what a watch reserves of the adapter's `limits.stream_buffer_bytes`.
+pub(crate) const BUFFER_BYTES: u64 = 1 << 20;
+
+/// One item of a watch: an event (with the buffer bytes it holds) or its
+/// end.
 enum Item {
-    Event(WatchEvent),
+    Event(WatchEvent, u32),
     End(WatchEnd),
 }
 
 /// An open watch, as lent to the guest.
 pub struct WatchStream {
     rx: mpsc::Receiver<Item>,
+    /// The buffer's free bytes, as permits: the task takes an event's size
+    /// before it sends it, the guest's read gives them back.
+    buffer: Arc<Semaphore>,
     peeked: Option<Item>,
     ended: Option<WatchEnd>,
     task: tokio::task::JoinHandle<()>,
@@ -80,7 +92,10 @@ impl WatchStream {
 
     fn settle(&mut self, item: Item) -> Result<WatchEvent, WatchEnd> {
         match item {
-            Item::Event(e) => Ok(e),
+            Item::Event(e, bytes) => {
+                self.buffer.add_permits(bytes as usize);
+                Ok(e)
+            }
             Item::End(end) => {
                 self.ended = Some(end.clone());
                 Err(end)
@@ -143,13 +158,16 @@ impl KubeContext {
         audit.opened(&parsed, throttled);
 
         let (tx, rx) = mpsc::channel(DEPTH);
+        let buffer = Arc::new(Semaphore::new(BUFFER_BYTES as usize));
         let client = self.client.clone();
+        let room = Arc::clone(&buffer);
         let task = tokio::spawn(async move {
-            let end = drive(client, request, &tx).await;
+            let end = drive(client, request, &tx, &room).await;
             let _ = tx.send(Item::End(end)).await;
         });
         Ok(WatchStream {
             rx,
+            buffer,
             peeked: None,
             ended: None,
             task,
@@ -163,6 +181,7 @@ async fn drive(
     client: kube::Client,
     request: http::Request<Vec<u8>>,
     tx: &mpsc::Sender<Item>,
+    room: &Semaphore,
 ) -> WatchEnd {
     let stream = match client.request_events::<serde_json::Value>(request).await {
         Ok(s) => s,
@@ -204,8 +223,14 @@ async fn drive(
             }
         };
         let (event_type, object) = event;
+        // An event larger than the whole buffer waits for it to be empty.
+        let bytes = object.len().min(BUFFER_BYTES as usize) as u32;
+        match room.acquire_many(bytes).await {
+            Ok(permits) => permits.forget(),
+            Err(_) => return WatchEnd::Closed,
+        }
         if tx
-            .send(Item::Event(WatchEvent { event_type, object }))
+            .send(Item::Event(WatchEvent { event_type, object }, bytes))
             .await
             .is_err()
         {
