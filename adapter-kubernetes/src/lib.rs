@@ -175,7 +175,11 @@ impl Adapter for KubernetesAdapter {
     }
 
     fn configure(config: &str) -> Result<Self, Error> {
-        Ok(KubernetesAdapter::new(Config::parse(config)?))
+        let config = Config::parse(config)?;
+        // The adapter's own budget, under the host's grant rate: every
+        // request of this instance waits its turn at `api_qps`.
+        pando_adapter_sdk::kube::set_budget(config.api_qps, config.api_burst);
+        Ok(KubernetesAdapter::new(config))
     }
 
     /// What this adapter can do: true only for what works, so core

@@ -260,7 +260,9 @@ fn base() -> Value {
             },
             "api_qps": {
                 "type": ["integer", "null"],
-                "description": "Requests a second this adapter makes to the cluster's API.",
+                "description": "Requests a second this adapter makes to the cluster's API, \
+                    paced inside each of its instances. It narrows the host's grant rate \
+                    (`rate.qps`), never widens it: the lower of the two applies.",
                 "default": DEFAULT_API_QPS,
                 "minimum": 1,
                 "maximum": u32::MAX,
@@ -268,7 +270,8 @@ fn base() -> Value {
             "api_burst": {
                 "type": ["integer", "null"],
                 "description": "How many requests this adapter may make at once above \
-                    `api_qps`.",
+                    `api_qps`, inside each instance. Like `api_qps` it narrows the host's \
+                    grant (`rate.burst`), never widens it.",
                 "default": DEFAULT_API_BURST,
                 "minimum": 1,
                 "maximum": u32::MAX,

@@ -133,6 +133,8 @@ pub struct Config {
     /// The node port of the edge's HTTPS port, when fixed.
     pub edge_https_node_port: Option<u16>,
     /// Requests a second this adapter makes to the cluster's API.
+    /// Paced in the guest (`pando_adapter_sdk::kube::set_budget`): it
+    /// narrows the host's grant rate, never widens it.
     pub api_qps: u32,
     /// Requests it may make at once above `api_qps`.
     pub api_burst: u32,

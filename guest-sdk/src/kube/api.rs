@@ -360,6 +360,8 @@ where
         K: DeserializeOwned,
     {
         let request = wp.request(self.collection_path()?, resource_version);
+        super::budget::wait_turn()?;
+        super::budget::spend();
         let stream = raw::watch(&request)?;
         Ok(WatchStream::new(stream))
     }
@@ -379,6 +381,8 @@ impl Api<Pod> {
     /// its bytes never enter the guest.
     pub fn logs(&self, name: &str, lp: &LogParams) -> Result<InputStream, KubeError> {
         let namespace = self.pod_target(name)?;
+        super::budget::wait_turn()?;
+        super::budget::spend();
         Ok(raw::logs(&lp.request(namespace, name))?)
     }
 
@@ -387,7 +391,10 @@ impl Api<Pod> {
     /// [`Adapter::exec`](crate::Adapter::exec) can return it boxed.
     pub fn exec(&self, name: &str, ep: &ExecParams) -> Result<raw::ExecSession, KubeError> {
         let namespace = self.pod_target(name)?;
-        Ok(raw::exec(&ep.request(namespace, name)?)?)
+        let request = ep.request(namespace, name)?;
+        super::budget::wait_turn()?;
+        super::budget::spend();
+        Ok(raw::exec(&request)?)
     }
 }
 
@@ -425,9 +432,29 @@ fn to_json<T: Serialize>(object: &T) -> Result<Vec<u8>, KubeError> {
         .map_err(|e| KubeError::InvalidRequest(format!("the object does not serialize: {e}")))
 }
 
-/// The one place a typed call reaches the import.
+/// The one place a typed call reaches the import, after the adapter's own
+/// budget ([`super::budget`]) lets it.
 fn send(request: raw::Request) -> Result<raw::Response, KubeError> {
-    Ok(raw::send(&request)?)
+    super::budget::wait_turn()?;
+    let response = raw::send(&request);
+    let cached = response.as_ref().is_ok_and(|r| {
+        r.headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("pando-cache") && v == "hit")
+    });
+    // A refusal of the host's (grants, body cap) never reached the API
+    // server either; the host's own rate still counts those.
+    let reached = !matches!(
+        &response,
+        Err(raw::ApiError::Denied(_)
+            | raw::ApiError::InvalidRequest(_)
+            | raw::ApiError::TooLarge(_)
+            | raw::ApiError::Cancelled)
+    );
+    if reached && !cached {
+        super::budget::spend();
+    }
+    Ok(response?)
 }
 
 fn call<T: DeserializeOwned>(request: raw::Request) -> Result<T, KubeError> {

@@ -80,11 +80,13 @@
 //! does not make.
 
 mod api;
+pub mod budget;
 mod error;
 mod params;
 mod watch;
 
 pub use api::{Api, Scope};
+pub use budget::set_budget;
 pub use error::KubeError;
 pub use k8s_openapi;
 pub use k8s_openapi::{ClusterResourceScope, List, NamespaceResourceScope, Resource};
