@@ -8,9 +8,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Namespace, PersistentVolumeClaim, Pod, Secret, Service,
+    ConfigMap, LimitRange, Namespace, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service,
 };
 use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 use pando_host::types::{
@@ -276,7 +277,7 @@ pub async fn wait_volume_ready(adapter: &Adapter, id: &str, volume: &str) {
 }
 
 /// Every object's `resourceVersion` in the namespace (and the namespace's),
-/// keyed by kind and name.
+/// keyed by kind and name: each kind the adapters write there.
 pub async fn versions(client: &Client, ns: &str) -> BTreeMap<String, String> {
     let mut all = BTreeMap::new();
     let lp = ListParams::default();
@@ -301,6 +302,11 @@ pub async fn versions(client: &Client, ns: &str) -> BTreeMap<String, String> {
     add!(ConfigMap, "configmap");
     add!(NetworkPolicy, "networkpolicy");
     add!(PersistentVolumeClaim, "pvc");
+    // Pando's binding and the adapter's own, the quota and the limit range: made by both
+    // adapters, so an apply that rewrites one is seen.
+    add!(RoleBinding, "rolebinding");
+    add!(ResourceQuota, "resourcequota");
+    add!(LimitRange, "limitrange");
     let n = Api::<Namespace>::all(client.clone())
         .get(ns)
         .await
@@ -343,7 +349,44 @@ impl Request {
 
 static AUDIT: Mutex<Vec<Request>> = Mutex::new(Vec::new());
 
+/// Audit events and their bytes (every field's value), by adapter name.
+static AUDIT_VOLUME: Mutex<BTreeMap<String, (u64, u64)>> = Mutex::new(BTreeMap::new());
+
 struct AuditCounter;
+
+/// What one audit event weighs, and whose it is.
+#[derive(Default)]
+struct Weight {
+    adapter: String,
+    bytes: u64,
+}
+
+impl Visit for Weight {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "adapter" {
+            self.adapter = value.to_owned();
+        }
+        self.bytes += (field.name().len() + value.len()) as u64;
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let text = format!("{value:?}");
+        if field.name() == "adapter" {
+            self.adapter = text.trim_matches('"').to_owned();
+        }
+        self.bytes += (field.name().len() + text.len()) as u64;
+    }
+}
+
+/// The audit events written for adapter `name` so far, and their bytes
+/// (every field's name and value): what an audit trail would store. The
+/// counter must be installed ([`install_audit_counter`]) before the calls.
+pub fn audit_volume(name: &str) -> (u64, u64) {
+    AUDIT_VOLUME
+        .lock()
+        .map(|v| v.get(name).copied().unwrap_or_default())
+        .unwrap_or_default()
+}
 
 impl Visit for Request {
     fn record_bool(&mut self, field: &Field, value: bool) {
@@ -382,12 +425,19 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for AuditCounter {
             if let Ok(mut all) = AUDIT.lock() {
                 all.push(request);
             }
+            let mut weight = Weight::default();
+            event.record(&mut weight);
+            if let Ok(mut volume) = AUDIT_VOLUME.lock() {
+                let entry = volume.entry(weight.adapter).or_default();
+                entry.0 += 1;
+                entry.1 += weight.bytes;
+            }
         }
     }
 }
 
 /// Installs the audit counter as the process's subscriber, once.
-pub(crate) fn install_audit_counter() {
+pub fn install_audit_counter() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         let _ = tracing_subscriber::registry().with(AuditCounter).try_init();

@@ -11,33 +11,40 @@ use std::time::Duration;
 use pando_host::types::Error as AdapterError;
 use pando_host::{Adapter, CallContext, CallError, Grants, Host, Limits, LoadOptions};
 use pando_tests::cluster::{self, Identity};
+use pando_tests::faults::{self, FaultIdentity};
 use pando_tests::memory::{mib, open_fds, peak, reset_peak, rss};
 use pando_tests::{components, plans, probe};
 
 const MIB: u64 = 1 << 20;
 
-async fn probe_with(limits: Limits) -> (Adapter, Host) {
+/// The probe loaded with `options` (its component and compile cache set).
+async fn load_probe(options: LoadOptions) -> (Adapter, Host) {
     let host = Host::builder()
         .cache_dir(probe::shared_cache())
         .build()
         .expect("host builds");
-    let client = cluster::client(Identity::Pando)
-        .await
-        .expect("a client for the pando identity");
-    let grants = Grants::from_text("test grants", probe::GRANTS).expect("grants parse");
     let adapter = host
-        .load_file(
-            &components::kube_probe(),
-            LoadOptions {
-                grants,
-                limits,
-                kubernetes: Some(client),
-                ..LoadOptions::default()
-            },
-        )
+        .load_file(&components::kube_probe(), options)
         .await
         .expect("the probe loads");
     (adapter, host)
+}
+
+async fn pando_client() -> kube::Client {
+    cluster::client(Identity::Pando)
+        .await
+        .expect("a client for the pando identity")
+}
+
+async fn probe_with(limits: Limits) -> (Adapter, Host) {
+    let grants = Grants::from_text("test grants", probe::GRANTS).expect("grants parse");
+    load_probe(LoadOptions {
+        grants,
+        limits,
+        kubernetes: Some(pando_client().await),
+        ..LoadOptions::default()
+    })
+    .await
 }
 
 /// `ok=<n> failed=<n> error=<first>`, as the probe reports held watches.
@@ -151,25 +158,12 @@ fn grants_with_burst(burst: u32) -> Grants {
 }
 
 async fn probe_granted(grants: Grants) -> (Adapter, Host) {
-    let host = Host::builder()
-        .cache_dir(probe::shared_cache())
-        .build()
-        .expect("host builds");
-    let client = cluster::client(Identity::Pando)
-        .await
-        .expect("a client for the pando identity");
-    let adapter = host
-        .load_file(
-            &components::kube_probe(),
-            LoadOptions {
-                grants,
-                kubernetes: Some(client),
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("the probe loads");
-    (adapter, host)
+    load_probe(LoadOptions {
+        grants,
+        kubernetes: Some(pando_client().await),
+        ..LoadOptions::default()
+    })
+    .await
 }
 
 /// An op with a short deadline: with the rate budget spent it cannot be
@@ -300,4 +294,103 @@ async fn a_write_flood_is_paced_by_the_byte_budget_and_refused_typed_past_the_de
         "the neighbour is unharmed"
     );
     ns.delete().await.expect("cleanup");
+}
+
+/// GETs of PersistentVolumes the fault API server has answered since it
+/// started (its `apiserver_request_total`).
+async fn pv_gets_answered() -> u64 {
+    let admin = faults::client(FaultIdentity::Admin, true)
+        .await
+        .expect("admin client of the fault API server");
+    let request = kube::core::Request::new("")
+        .get("metrics", &Default::default())
+        .expect("a request");
+    let text = admin.request_text(request).await.expect("its metrics");
+    text.lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+        .filter(|l| l.contains(r#"resource="persistentvolumes""#) && l.contains(r#"verb="GET""#))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum()
+}
+
+/// 200 PV reads under `qps: 1`: the API server itself (the fault API
+/// server, which only this test talks to while it holds the fault lock)
+/// sees at most what the budget allows in the call's time, the claim
+/// check's reads included.
+#[tokio::test]
+async fn two_hundred_pv_reads_at_qps_1_reach_the_api_server_at_its_rate() {
+    let _fault = faults::exclusive().await;
+    let text = probe::GRANTS.replace("rate: {qps: 50, burst: 50}", "rate: {qps: 1, burst: 1}");
+    let grants = Grants::from_text("test grants", &text).expect("grants parse");
+    let client = faults::client(FaultIdentity::Pando, false)
+        .await
+        .expect("a client of the fault API server");
+    let (a, _h) = load_probe(LoadOptions {
+        grants,
+        kubernetes: Some(client),
+        ..LoadOptions::default()
+    })
+    .await;
+    let before = pv_gets_answered().await;
+    let deadline = Duration::from_secs(6);
+    let name = cluster::unique_name("pando-no-such-pv");
+    let got = a
+        .apply(
+            &CallContext::default().with_timeout(deadline),
+            &plans::plan(&format!("pv-flood:200:{name}"), &[]),
+        )
+        .await;
+    assert!(
+        matches!(got, Err(CallError::DeadlineExceeded { .. })),
+        "200 reads at 1 a second cannot finish in 6 s: {got:?}"
+    );
+    // Let the metrics catch up with the last request.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let seen = pv_gets_answered().await - before;
+    // The burst of 1 and 1 a second for 6 s: 7 tokens, each a claim check's
+    // read or the request it checks (a missing PV is let through to 404).
+    assert!(
+        (2..=8).contains(&seen),
+        "the API server answered {seen} PV GETs in 6 s at qps 1"
+    );
+    eprintln!("200 PV reads at qps 1 for 6 s: the API server saw {seen}");
+}
+
+/// A 32 MiB path and 100,000 denials: the audit trail stays small. Paths
+/// and errors are clipped to 1 KiB; the same refusal in a row is written at
+/// its 1st, 2nd, 4th … time with its count.
+#[tokio::test]
+async fn a_huge_path_and_a_hundred_thousand_denials_leave_a_small_audit_trail() {
+    pando_tests::kubernetes_adapter::install_audit_counter();
+    let name = cluster::unique_name("audit-flood");
+    // A budget that never binds: this is about the trail, not the rate.
+    let text = probe::GRANTS.replace(
+        "rate: {qps: 50, burst: 50}",
+        "rate: {qps: 1000000, burst: 1000000}",
+    );
+    let (a, _h) = load_probe(LoadOptions {
+        name: Some(name.clone()),
+        grants: Grants::from_text("test grants", &text).expect("grants"),
+        kubernetes: Some(pando_client().await),
+        ..LoadOptions::default()
+    })
+    .await;
+    let got = a
+        .apply(
+            &CallContext::default().with_timeout(Duration::from_secs(120)),
+            &plans::plan(&format!("deny-flood:100000:{}", 32 << 20), &[]),
+        )
+        .await
+        .expect("the flood runs")
+        .location;
+    assert_eq!(got, "100000", "every one denied");
+    let (events, bytes) = pando_tests::kubernetes_adapter::audit_volume(&name);
+    eprintln!("32 MiB path + 100,000 denials: {events} audit events, {bytes} bytes");
+    // The long path's one event, and 1, 2, 4 … 65,536 of the 100,000.
+    assert!(events <= 20, "{events} audit events");
+    assert!(bytes < 32 << 10, "{bytes} bytes of audit");
+    let report = a.grant_report().expect("a report");
+    let counted: u64 = report.denials.iter().map(|d| d.count).sum();
+    assert!(counted >= 100_000, "every denial counted: {counted}");
 }

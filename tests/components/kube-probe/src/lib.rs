@@ -156,6 +156,24 @@ fn operation(id: &str) -> Result<String, Error> {
             let pv = Api::<PersistentVolume>::all().get(arg)?;
             Ok(pv.metadata.name.unwrap_or_default())
         }
+        "pv-flood" => {
+            let (n, name) = arg
+                .split_once(':')
+                .ok_or_else(|| error::invalid("plan.id: pv-flood:<n>:<name>"))?;
+            let n: u32 = n
+                .parse()
+                .map_err(|_| error::invalid(format!("plan.id: {n:?} is not a count")))?;
+            let pvs = Api::<PersistentVolume>::all();
+            let mut answered = 0u32;
+            for _ in 0..n {
+                match pvs.get_opt(name) {
+                    Ok(_) => answered += 1,
+                    Err(e @ (KubeError::Timeout | KubeError::Cancelled)) => return Err(e.into()),
+                    Err(_) => {}
+                }
+            }
+            Ok(answered.to_string())
+        }
         "raw" => {
             let (method, path) = arg
                 .split_once(':')
@@ -293,6 +311,7 @@ fn operation(id: &str) -> Result<String, Error> {
         }
         "huge-body" => huge_body(arg),
         "write-flood" => write_flood(arg),
+        "deny-flood" => deny_flood(arg),
         "watches" => hold_watches(arg),
         "watch" => watch(arg),
         other => Err(error::invalid(format!("plan.id: no operation {other:?}"))),
@@ -389,6 +408,35 @@ fn hold_watches(arg: &str) -> Result<String, Error> {
         }
     }
     Ok(format!("ok={} failed={failed} error={first}", held.len()))
+}
+
+/// `deny-flood:<n>:<path-bytes>`: one GET of a path `path-bytes` long,
+/// then `n` GETs the grants deny; how many of those were denied.
+fn deny_flood(arg: &str) -> Result<String, Error> {
+    let (n, path_bytes) = arg
+        .split_once(':')
+        .ok_or_else(|| error::invalid("plan.id: deny-flood:<n>:<path-bytes>"))?;
+    let count = |s: &str| {
+        s.parse::<usize>()
+            .map_err(|_| error::invalid(format!("plan.id: {s:?} is not a count")))
+    };
+    let (n, path_bytes) = (count(n)?, count(path_bytes)?);
+    let prefix = "/api/v1/namespaces/kube-system/secrets/";
+    let long = format!(
+        "{prefix}{}",
+        "x".repeat(path_bytes.saturating_sub(prefix.len()))
+    );
+    let _ = kubernetes::send(&raw_request(Method::Get, &long));
+    let denied_path = format!("{prefix}token");
+    let mut denied = 0;
+    for _ in 0..n {
+        if let Err(kubernetes::ApiError::Denied(_)) =
+            kubernetes::send(&raw_request(Method::Get, &denied_path))
+        {
+            denied += 1;
+        }
+    }
+    Ok(denied.to_string())
 }
 
 /// `write-flood:<n>:<bytes>:<namespace>`: creates `n` ConfigMaps of
