@@ -394,3 +394,45 @@ async fn a_huge_path_and_a_hundred_thousand_denials_leave_a_small_audit_trail() 
     let counted: u64 = report.denials.iter().map(|d| d.count).sum();
     assert!(counted >= 100_000, "every denial counted: {counted}");
 }
+
+/// Logs and exec sessions the guest opens count against
+/// `limits.max_streams` as watches do: past it, `denied` naming the limit;
+/// all given back when the call ends; a neighbour opens its own.
+#[tokio::test]
+async fn logs_and_exec_sessions_past_max_streams_are_denied_naming_the_limit() {
+    let (a, _h1) = probe_with(Limits {
+        max_streams: 4,
+        ..Limits::default()
+    })
+    .await;
+    let (neighbour, _h2) = probe_with(Limits::default()).await;
+    let ns = probe::app_namespace("sessions").await;
+    probe::running_pod(&ns.name, "talk", "main").await;
+    for kind in ["logs", "exec"] {
+        let got = probe::op(&a, &format!("sessions:{kind}:10:{}/talk", ns.name))
+            .await
+            .expect("runs");
+        let (ok, failed, error) = holdings(&got);
+        assert_eq!((ok, failed), (4, 6), "{kind}: {got}");
+        assert!(
+            error.contains("Denied") && error.contains("limits.max_streams"),
+            "{kind}: {error}"
+        );
+        let held = a.held_streams();
+        assert_eq!(
+            (held.bytes, held.streams),
+            (0, 0),
+            "{kind}: given back: {held:?}"
+        );
+        let got = probe::op(&neighbour, &format!("sessions:{kind}:6:{}/talk", ns.name))
+            .await
+            .expect("runs");
+        assert_eq!(
+            holdings(&got),
+            (6, 0, String::new()),
+            "{kind}: the neighbour opens its own"
+        );
+    }
+    assert_eq!(a.held_streams().refused_streams, 12);
+    ns.delete().await.expect("cleanup");
+}

@@ -313,6 +313,7 @@ fn operation(id: &str) -> Result<String, Error> {
         "write-flood" => write_flood(arg),
         "deny-flood" => deny_flood(arg),
         "watches" => hold_watches(arg),
+        "sessions" => hold_sessions(arg),
         "watch" => watch(arg),
         other => Err(error::invalid(format!("plan.id: no operation {other:?}"))),
     }
@@ -475,6 +476,67 @@ fn write_flood(arg: &str) -> Result<String, Error> {
         }
     }
     Ok(format!("ok={ok} failed={failed} error={first}"))
+}
+
+/// `sessions:<logs|exec>:<n>:<namespace>/<pod>`: opens `n` followed logs or
+/// `cat` exec sessions of the pod and holds them to the end of the call;
+/// `ok=<n> failed=<n> error=<first>`.
+fn hold_sessions(arg: &str) -> Result<String, Error> {
+    let mut parts = arg.splitn(3, ':');
+    let (Some(kind), Some(n), Some(target)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(error::invalid(
+            "plan.id: sessions:<logs|exec>:<n>:<namespace>/<pod>",
+        ));
+    };
+    let n: usize = n
+        .parse()
+        .map_err(|_| error::invalid(format!("plan.id: {n:?} is not a count")))?;
+    let (namespace, pod) = target
+        .split_once('/')
+        .ok_or_else(|| error::invalid("plan.id: <namespace>/<pod>"))?;
+    let mut logs = Vec::new();
+    let mut sessions = Vec::new();
+    let (mut failed, mut first) = (0, String::new());
+    for _ in 0..n {
+        let opened = match kind {
+            "logs" => kubernetes::logs(&kubernetes::LogRequest {
+                namespace: namespace.into(),
+                pod: pod.into(),
+                container: None,
+                follow: true,
+                previous: false,
+                tail_lines: None,
+                since_seconds: None,
+                timestamps: false,
+                limit_bytes: None,
+            })
+            .map(|s| logs.push(s)),
+            "exec" => kubernetes::exec(&kubernetes::ExecRequest {
+                namespace: namespace.into(),
+                pod: pod.into(),
+                container: None,
+                command: vec!["cat".into()],
+                stdin: true,
+                tty: false,
+            })
+            .map(|s| sessions.push(s)),
+            other => {
+                return Err(error::invalid(format!(
+                    "plan.id: no session kind {other:?}"
+                )));
+            }
+        };
+        if let Err(e) = opened {
+            failed += 1;
+            if first.is_empty() {
+                first = format!("{e:?}");
+            }
+        }
+    }
+    Ok(format!(
+        "ok={} failed={failed} error={first}",
+        logs.len() + sessions.len()
+    ))
 }
 
 fn raw_request(method: Method, path: &str) -> Request {
