@@ -21,11 +21,16 @@ pub const CONFIG: &str = crate::kubernetes_adapter::CONFIG;
 /// The command that builds the component.
 pub const BUILD: &str = "scripts/build-python-adapter";
 
-/// The adapter's component. Panics with the command that builds it when it
-/// is missing: a test that needs it must not pass without it.
+/// The adapter's component: `PANDO_TEST_PYTHON_ADAPTER` when set (a build of another
+/// revision, to see a test fail without the change it tests), else this checkout's build.
+/// Panics with the command that builds it when it is missing: a test that needs it must not
+/// pass without it.
 pub fn component() -> PathBuf {
-    let path =
-        components::repo_root().join("target/wasm32-wasip2/release/pando_python_kubernetes.wasm");
+    let path = match std::env::var_os("PANDO_TEST_PYTHON_ADAPTER") {
+        Some(path) => PathBuf::from(path),
+        None => components::repo_root()
+            .join("target/wasm32-wasip2/release/pando_python_kubernetes.wasm"),
+    };
     assert!(
         path.is_file(),
         "{} is missing: build the Python adapter with `{BUILD}`",
