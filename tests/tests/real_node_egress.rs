@@ -149,27 +149,26 @@ where
     }
 }
 
-#[tokio::test]
-async fn r187_r025_a_cidr_rule_lets_out_to_that_address_and_nowhere_else() {
-    let admin = admin().await;
-    node::require(&admin).await;
-    let (a, _h) = node::load_adapter().await;
-    let app = id("node-cidr");
-    let ns = format!("pando-{app}");
-    let allowed = format!("{}/32", node::OUTSIDE_IP);
-    a.apply(
-        &ctx(),
-        &restricted_plan(
-            &app,
-            &[("web", SERVE), ("client", SLEEP)],
-            &[(&allowed, 80)],
-        ),
-    )
-    .await
-    .expect("apply");
-    let web = on_the_node(&ns, "web").await;
-    on_the_node(&ns, "client").await;
-    let (control_ns, control_ip, service_ip) = control(&admin, "node-cidr-control").await;
+/// What an app's pod `client` in `ns` reaches, each destination of which a pod without a policy
+/// reaches (checked first, so a refusal is the app's policy, not the network).
+#[derive(Debug, PartialEq)]
+struct Reach {
+    /// `allowed.outside.test`'s address, port 80.
+    allowed: bool,
+    /// `denied.outside.test`'s address, port 80.
+    denied: bool,
+    /// The app's own workload `web`, port 8080.
+    own: bool,
+    /// Another namespace's pod, port 8080.
+    pod: bool,
+    /// A ClusterIP Service, port 80.
+    service: bool,
+    /// The API server's Service.
+    api: bool,
+}
+
+async fn reach(admin: &Client, ns: &str, web: &Pod, prefix: &str) -> Reach {
+    let (control_ns, control_ip, service_ip) = control(admin, prefix).await;
     let allowed_url = format!("http://{}/", node::OUTSIDE_IP);
     let denied_url = format!("http://{}/", node::OUTSIDE_IP2);
     let pod_url = format!("http://{control_ip}:8080/");
@@ -180,46 +179,106 @@ async fn r187_r025_a_cidr_rule_lets_out_to_that_address_and_nowhere_else() {
     for url in [&allowed_url, &denied_url, &pod_url, &service_url] {
         let what = format!("a pod without a policy reaches {url}");
         eventually(&what, || {
-            node::reaches(&admin, &control_ns.name, "prober", url)
+            node::reaches(admin, &control_ns.name, "prober", url)
         })
         .await;
     }
     assert!(
-        node::connects(&admin, &control_ns.name, "prober", api.0, api.1).await,
+        node::connects(admin, &control_ns.name, "prober", api.0, api.1).await,
         "a pod without a policy connects to the API server's Service"
     );
-
-    assert!(
-        node::reaches(&admin, &ns, "client", &allowed_url).await,
-        "R-187: the rule's address, on the rule's port"
-    );
-    assert!(
-        node::reaches(
-            &admin,
-            &ns,
+    // The allowed address first: once it answers the app's path is up, and every refusal
+    // after it is the policy's.
+    let seen = Reach {
+        allowed: node::reaches(admin, ns, "client", &allowed_url).await,
+        denied: node::reaches(admin, ns, "client", &denied_url).await,
+        own: node::reaches(
+            admin,
+            ns,
             "client",
-            &format!("http://{}:8080/", node::ip(&web))
+            &format!("http://{}:8080/", node::ip(web)),
         )
         .await,
-        "R-025: a restricted app still reaches its own workloads"
-    );
-    assert!(
-        !node::reaches(&admin, &ns, "client", &denied_url).await,
-        "R-187: another outside address is refused"
-    );
-    assert!(
-        !node::reaches(&admin, &ns, "client", &pod_url).await,
-        "R-025: another namespace's pod is refused"
-    );
-    assert!(
-        !node::reaches(&admin, &ns, "client", &service_url).await,
-        "R-025: a Service address is refused"
-    );
-    assert!(
-        !node::connects(&admin, &ns, "client", api.0, api.1).await,
-        "R-025: the API server's Service is refused"
-    );
+        pod: node::reaches(admin, ns, "client", &pod_url).await,
+        service: node::reaches(admin, ns, "client", &service_url).await,
+        api: node::connects(admin, ns, "client", api.0, api.1).await,
+    };
     control_ns.delete().await.expect("cleanup");
+    seen
+}
+
+/// Applies a restricted plan of `web` (serving) and `client` (probing) with `rules`; `web`.
+async fn restricted_app(a: &pando_host::Adapter, app: &str, rules: NetworkRules) -> Pod {
+    let ns = format!("pando-{app}");
+    let mut p = restricted_plan(app, &[("web", SERVE), ("client", SLEEP)], &[]);
+    p.network = rules;
+    a.apply(&ctx(), &p).await.expect("apply");
+    let web = on_the_node(&ns, "web").await;
+    on_the_node(&ns, "client").await;
+    web
+}
+
+#[tokio::test]
+async fn r187_r025_a_cidr_rule_lets_out_to_that_address_and_nowhere_else() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let (a, _h) = node::load_adapter().await;
+    let app = id("node-cidr");
+    let allowed = format!("{}/32", node::OUTSIDE_IP);
+    let web = restricted_app(&a, &app, restricted(&[(&allowed, 80)])).await;
+    let seen = reach(&admin, &format!("pando-{app}"), &web, "node-cidr-control").await;
+    assert_eq!(
+        seen,
+        Reach {
+            allowed: true,
+            denied: false,
+            own: true,
+            pod: false,
+            service: false,
+            api: false,
+        },
+        "R-187: the rule's address on its port, and the app's own workloads (R-025); not \
+         another outside address, another namespace's pod, a Service nor the API server"
+    );
+    cleanup(&a, &app).await;
+}
+
+/// A restricted rule of everything, any port, reaches everything outside the cluster and
+/// nothing in it (R-025): it is kept out of the pod and Service ranges as `open` is. It was a
+/// bare `0.0.0.0/0` that reached every pod, Service and the API server.
+#[tokio::test]
+async fn r025_a_restricted_rule_of_everything_never_reaches_into_the_cluster() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let (a, _h) = node::load_adapter().await;
+    let app = id("node-cidr-all");
+    let everything = NetworkRules {
+        egress: EgressPolicy::Restricted(vec![EgressRule {
+            destination: "0.0.0.0/0".into(),
+            ports: vec![],
+        }]),
+    };
+    let web = restricted_app(&a, &app, everything).await;
+    let seen = reach(
+        &admin,
+        &format!("pando-{app}"),
+        &web,
+        "node-cidr-all-control",
+    )
+    .await;
+    assert_eq!(
+        seen,
+        Reach {
+            allowed: true,
+            denied: true,
+            own: true,
+            pod: false,
+            service: false,
+            api: false,
+        },
+        "R-025: every outside address and the app's own workloads; never another namespace's \
+         pod, a Service nor the API server"
+    );
     cleanup(&a, &app).await;
 }
 
