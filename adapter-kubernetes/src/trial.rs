@@ -337,7 +337,9 @@ fn watch(ns: &str, pod: &str, duration: Duration) -> Result<TrialResult, Error> 
             && left < OBSERVE_EVERY + CLEANUP_RESERVE
         {
             return Err(Error::Timeout(format!(
-                "the call's deadline comes before the trial's {} s were up: the trial was                  ended after {} s of watching and its namespace `{ns}` removed; give the call                  a deadline longer than the trial's duration",
+                "the call's deadline comes before the trial's {} s were up: the trial was \
+                 ended after {} s of watching and its namespace `{ns}` removed; give the call \
+                 a deadline longer than the trial's duration",
                 duration.as_secs(),
                 watched.as_secs()
             )));
