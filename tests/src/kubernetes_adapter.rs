@@ -461,6 +461,16 @@ pub fn requests(mark: usize, ns: &str) -> Vec<Request> {
         .collect()
 }
 
+/// The pods of namespace `ns` whose log the host opened since `mark`, by name: which pod a
+/// `logs` call read. KWOK serves one file as every pod's log, so the bytes cannot say it.
+pub fn log_reads(mark: usize, ns: &str) -> Vec<String> {
+    requests(mark, ns)
+        .into_iter()
+        .filter(|r| r.resource == "pods/log" && r.namespace == ns)
+        .map(|r| r.name)
+        .collect()
+}
+
 /// Holds the edge namespace (`pando-edge`) for one test at a time across test binaries
 /// (`adapter_kubernetes_edge`, `real_node_edge`): an edge removed by one would otherwise take
 /// the namespace from under another's, and "the namespace goes with the last edge" would see

@@ -57,7 +57,8 @@ async fn running_app(a: &Adapter, prefix: &str) -> (String, String) {
 #[tokio::test]
 async fn logs_of_a_running_workload_are_its_pods_log() {
     let (a, _h) = ka::load_with(POOL_CONFIG).await;
-    let (app, _ns) = running_app(&a, "k8s-logs").await;
+    let (app, ns) = running_app(&a, "k8s-logs").await;
+    let mark = ka::audit_mark();
     let mut log = a
         .logs(&ctx(), &wref(&app, "web"), &all_of_the_log())
         .await
@@ -65,6 +66,8 @@ async fn logs_of_a_running_workload_are_its_pods_log() {
     let text = log.read_to_end(1 << 20).await.expect("read");
     let expected = cluster::expected_pod_log().expect("expected log");
     assert_eq!(String::from_utf8_lossy(&text), expected);
+    // Every KWOK pod serves the same file: which pod was read, the host's audit says.
+    assert_eq!(ka::log_reads(mark, &ns), ["web"], "the workload's own pod");
 
     let err = a
         .logs(&ctx(), &wref(&app, "ghost"), &all_of_the_log())
@@ -80,6 +83,7 @@ async fn r150_logs_of_a_finished_workload_stay_readable() {
     let (a, _h) = ka::load_with(POOL_CONFIG).await;
     let (app, ns) = running_app(&a, "k8s-crash").await;
     exit_pod(&ns, "web", 1).await;
+    let mark = ka::audit_mark();
     let mut log = a
         .logs(&ctx(), &wref(&app, "web"), &all_of_the_log())
         .await
@@ -87,6 +91,11 @@ async fn r150_logs_of_a_finished_workload_stay_readable() {
     let text = log.read_to_end(1 << 20).await.expect("read");
     let expected = cluster::expected_pod_log().expect("expected log");
     assert_eq!(String::from_utf8_lossy(&text), expected);
+    assert_eq!(
+        ka::log_reads(mark, &ns),
+        ["web"],
+        "the finished pod's own log (KWOK's bytes are every pod's: the audit says which)"
+    );
 
     // Nothing runs now: exec has nowhere to go.
     let err = a

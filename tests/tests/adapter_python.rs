@@ -500,20 +500,25 @@ async fn logs_are_the_newest_pods_log_a_finished_one_included() {
         "node_selector places the pod: {node}"
     );
     let expected = cluster::expected_pod_log().expect("expected log");
+    let mark = audit_mark();
     let mut log = a
         .logs(&ctx(), &wref(&app, "web"), &all_of_the_log())
         .await
         .expect("logs");
     let text = log.read_to_end(1 << 20).await.expect("read");
     assert_eq!(String::from_utf8_lossy(&text), expected);
+    // KWOK serves one file as every pod's log: the host's audit says which pod was read.
+    assert_eq!(ka::log_reads(mark, &ns), ["web"], "the workload's pod");
 
     exit_pod(&ns, "web", 1).await;
+    let mark = audit_mark();
     let mut log = a
         .logs(&ctx(), &wref(&app, "web"), &all_of_the_log())
         .await
         .expect("the crash's log (R-150)");
     let text = log.read_to_end(1 << 20).await.expect("read");
     assert_eq!(String::from_utf8_lossy(&text), expected);
+    assert_eq!(ka::log_reads(mark, &ns), ["web"], "the finished pod's own");
 
     let err = a
         .logs(&ctx(), &wref(&app, "ghost"), &all_of_the_log())
@@ -775,6 +780,13 @@ async fn r243_r242_capacity_and_in_use_are_counted_as_the_rust_adapter_counts() 
 struct Kwok;
 
 impl Environment for Kwok {
+    fn health_unknowable(&self) -> Option<String> {
+        Some(
+            "KWOK's pods have no network, so no canary can show NetworkPolicy enforced (O-43)"
+                .into(),
+        )
+    }
+
     fn finish_workload<'a>(
         &'a self,
         workload: &'a WorkloadRef,

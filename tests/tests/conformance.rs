@@ -39,6 +39,13 @@ fn pv_name(volume: &VolumeHandle) -> String {
 }
 
 impl Environment for Kwok {
+    fn health_unknowable(&self) -> Option<String> {
+        Some(
+            "KWOK's pods have no network, so no canary can show NetworkPolicy enforced (O-43)"
+                .into(),
+        )
+    }
+
     fn finish_workload<'a>(
         &'a self,
         workload: &'a WorkloadRef,
@@ -98,12 +105,12 @@ fn print(report: &Report) {
     eprintln!("{}", report.to_text());
 }
 
-#[tokio::test]
-async fn the_kubernetes_adapter_passes_every_case() {
+/// The Kubernetes adapter as `pando`, with its shipped grants and the example configuration.
+async fn kubernetes_target() -> Target {
     let client = cluster::client(Identity::Pando)
         .await
         .expect("a client for the pando identity");
-    let target = Target {
+    Target {
         host: host(),
         component: ka::component(),
         load: LoadOptions {
@@ -112,7 +119,12 @@ async fn the_kubernetes_adapter_passes_every_case() {
             kubernetes: Some(client),
             ..LoadOptions::default()
         },
-    };
+    }
+}
+
+#[tokio::test]
+async fn the_kubernetes_adapter_passes_every_case() {
+    let target = kubernetes_target().await;
     let options = Options {
         environment: Some(Arc::new(Kwok)),
         ..Options::default()
@@ -132,6 +144,41 @@ async fn the_kubernetes_adapter_passes_every_case() {
 }
 
 /// The test adapter, configured with `config`, no grants: no runtime.
+/// C-INFO-03 on KWOK, where the Kubernetes adapter's health check answers `unavailable` (no pod
+/// network for its canary), run with `environment`.
+async fn health_case(
+    environment: Option<Arc<dyn Environment>>,
+) -> pando_host::conformance::CaseResult {
+    let target = kubernetes_target().await;
+    let options = Options {
+        only: vec!["C-INFO-03".into()],
+        environment,
+        ..Options::default()
+    };
+    let _canary = ka::canary_lock().await;
+    let report = conformance::run(&target, &options)
+        .await
+        .expect("the adapter loads");
+    print(&report);
+    report.case("C-INFO-03").expect("C-INFO-03 ran").clone()
+}
+
+#[tokio::test]
+async fn o43_an_unavailable_health_check_skips_only_where_the_runner_says_it_cannot_pass() {
+    let declared = health_case(Some(Arc::new(Kwok))).await;
+    assert!(
+        matches!(&declared.outcome, Outcome::Skip(why) if why.contains("KWOK") && why.contains("O-43")),
+        "KWOK declared: a skip naming both reasons: {}",
+        declared.line()
+    );
+    let undeclared = health_case(None).await;
+    assert!(
+        matches!(&undeclared.outcome, Outcome::Fail(why) if why.contains("cannot be used")),
+        "nothing declared, as on a real runtime: the adapter's `unavailable` fails: {}",
+        undeclared.line()
+    );
+}
+
 fn test_adapter(config: &str) -> Target {
     Target {
         host: host(),

@@ -33,19 +33,29 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
     })
     .await;
 
-    // Health is a verdict on the cluster as much as on the adapter: a
-    // typed `unavailable` is a truthful answer about a cluster that cannot
-    // be used (the Kubernetes adapter says so on a cluster without a pod
-    // network to check NetworkPolicy with), and the case cannot tell it
-    // from a wrong one. It is a skip, with the adapter's reason; any other
-    // error fails.
+    // Health is a verdict on the cluster as much as on the adapter, and the
+    // suite cannot tell a truthful `unavailable` from a broken check. So it
+    // is a skip only where the runner declared beforehand that this runtime
+    // cannot be found healthy (`Environment::health_unknowable`: a simulated
+    // cluster without a pod network); anywhere else it fails, as any other
+    // error does.
+    let unknowable = fx
+        .options
+        .environment
+        .as_ref()
+        .and_then(|env| env.health_unknowable());
     fx.case(&HEALTH, async |fx, _| {
         match fx.adapter.health_check(&fx.ctx()).await {
             Ok(()) => Ok(()),
-            Err(CallError::Adapter(AdapterError::Unavailable(why))) => Err(skip(format!(
-                "the adapter finds this cluster unusable, so health cannot be shown to work \
-                 here: {why}"
-            ))),
+            Err(CallError::Adapter(AdapterError::Unavailable(why))) => match unknowable {
+                Some(declared) => Err(skip(format!(
+                    "the runner says this runtime cannot be found healthy ({declared}), and \
+                     the adapter agrees: {why}"
+                ))),
+                None => Err(fail(format!(
+                    "health-check says the runtime cannot be used: {why}"
+                ))),
+            },
             Err(e) => Err(failed("health-check", &e)),
         }
     })

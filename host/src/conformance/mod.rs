@@ -170,6 +170,17 @@ pub trait Environment: Send + Sync {
         let _ = volume;
         Box::pin(async {})
     }
+
+    /// Why this runtime cannot be found healthy, when that is known before
+    /// the suite runs: a simulated cluster with no pod network, where no
+    /// adapter can show NetworkPolicy enforced. Then, and only then, an
+    /// `unavailable` health check is a skip of `C-INFO-03` (naming this
+    /// reason and the adapter's); otherwise it fails the case, since the
+    /// suite cannot tell a truthful verdict on the cluster from a broken
+    /// check. `None` by default, as for every real runtime.
+    fn health_unknowable(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Why the suite could not run at all.

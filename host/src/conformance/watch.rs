@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use crate::types::{BundleEvent, WatchEnd};
 use crate::{Adapter, CallContext, CallError, CancellationToken};
 
-use super::cases::{Case, WATCH_ACTS, WATCH_RESUME, WATCHING};
+use super::cases::{Case, WATCH_ACTS, WATCH_RESTART, WATCHING};
 use super::fixture::{Check, Fixture, Stop, bref, ensure, fail, failed, unmeasured_note};
 use super::plans::{self, SERVER};
 
@@ -24,14 +24,14 @@ const BUFFER: usize = 4096;
 const END_WITHIN: Duration = Duration::from_secs(10);
 
 pub(crate) async fn run(fx: &mut Fixture<'_>) {
-    if !fx.wants_any(&[WATCHING, WATCH_ACTS, WATCH_RESUME]) {
+    if !fx.wants_any(&[WATCHING, WATCH_ACTS, WATCH_RESTART]) {
         return;
     }
     let app = fx.bundle_id("watch");
     let mut results: Vec<Verdict> = Vec::new();
     let flow = fx.bounded(flow(fx, &app, &mut results)).await;
     // Whatever did not get its own verdict gets the flow's.
-    for case in [&WATCHING, &WATCH_ACTS, &WATCH_RESUME] {
+    for case in [&WATCHING, &WATCH_ACTS, &WATCH_RESTART] {
         if !results.iter().any(|(c, ..)| c.id == case.id) {
             let why = match &flow {
                 Err(Stop::Fail(why)) => fail(format!("the watch flow failed first: {why}")),
@@ -192,7 +192,7 @@ async fn flow(fx: &Fixture<'_>, app: &str, results: &mut Vec<Verdict>) -> Check 
     results.push((&WATCH_ACTS, acts, started.elapsed(), notes));
 
     let started = Instant::now();
-    let resumed = async {
+    let restarted = async {
         let end = watch.end().await?;
         ensure!(
             end == WatchEnd::Cancelled,
@@ -217,6 +217,6 @@ async fn flow(fx: &Fixture<'_>, app: &str, results: &mut Vec<Verdict>) -> Check 
         Ok(())
     }
     .await;
-    results.push((&WATCH_RESUME, resumed, started.elapsed(), vec![]));
+    results.push((&WATCH_RESTART, restarted, started.elapsed(), vec![]));
     Ok(())
 }
