@@ -1,4 +1,5 @@
-//! The `pando-host` command line: parse, load the adapter, make the call,
+//! The `pando-host` command line (its own crate, so that the library core
+//! links carries no CLI dependencies): parse, load the adapter, make the call,
 //! print the result, exit with a code that says how it went.
 //!
 //! Exit codes: 0 success; 1 the call failed; 2 usage or input error (a bad
