@@ -231,6 +231,42 @@ async fn an_adapter_that_keeps_crashing_is_quarantined_and_let_back() {
     assert!(a.quarantine().is_none());
 }
 
+/// An exec session's calls take the pipeline every call takes: a session
+/// that crashes counts toward quarantine like any other call.
+#[tokio::test]
+async fn a_crash_in_an_exec_session_counts_toward_quarantine() {
+    let (a, _c) = adapter_with(Limits {
+        quarantine_after: 1,
+        quarantine_backoff: Duration::from_secs(60),
+        ..Limits::default()
+    })
+    .await;
+    let session = a
+        .exec(
+            &ctx(),
+            &pando_tests::plans::wref("shop", "web"),
+            &pando_host::types::ExecRequest {
+                command: vec!["panic".into()],
+                stdin: false,
+                tty: false,
+                size: None,
+            },
+        )
+        .await
+        .expect("the session opens");
+    let err = session.wait(&ctx()).await.expect_err("wait panics");
+    assert!(matches!(err, CallError::Trap { .. }), "{err:?}");
+    let q = a.quarantine().expect("quarantined by the session's crash");
+    assert!(q.reason.contains("exec session"), "{}", q.reason);
+    assert!(
+        matches!(
+            a.capabilities(&ctx()).await,
+            Err(CallError::Quarantined { .. })
+        ),
+        "the next call is refused"
+    );
+}
+
 #[tokio::test]
 async fn a_healthy_adapter_beside_a_crashing_one_is_unharmed() {
     let (bad, _c1) = adapter().await;

@@ -1,32 +1,33 @@
 //! A loaded adapter: the typed async API core calls.
 //!
-//! Each method leases a configured instance, runs the export under the
-//! call's deadline and cancellation, and maps the outcome to a
-//! [`CallError`]. Streams cross as [`ByteStream`]s and writers; an exec
-//! session keeps an instance of its own for its life.
+//! Each method is one call into the pipeline (`invoke.rs`): lease a
+//! configured instance, run the export under the call's deadline and
+//! cancellation, map the outcome to a [`CallError`], record it. Streams
+//! cross as [`ByteStream`]s and writers; an exec session (`session.rs`)
+//! keeps an instance of its own for its life.
+
+mod invoke;
+mod session;
+
+use invoke::After;
+pub use session::ExecSession;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
-use tracing::Instrument;
-use wasmtime::Store;
-use wasmtime::component::ResourceAny;
+use wasmtime_wasi::p2::DynInputStream;
 use wasmtime_wasi::p2::pipe::AsyncReadStream;
-use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
-use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
 use crate::cache::CacheOutcome;
 use crate::call::CallContext;
 use crate::error::CallError;
 use crate::imports::events::BundleSink;
 use crate::limits::Limits;
 use crate::loader::ComponentShape;
-use crate::pool::{Lease, Pool};
-use crate::runner;
-use crate::state::{HostState, Identity};
-use crate::streams::{ByteSink, ByteStream, channel_output};
+use crate::pool::Pool;
+use crate::state::Identity;
+use crate::streams::{ByteStream, channel_output};
 use crate::types::*;
 
 /// What `inspect` learns of a component.
@@ -68,24 +69,6 @@ impl std::fmt::Debug for Adapter {
             .field("kind", &self.inner.info.kind)
             .finish_non_exhaustive()
     }
-}
-
-/// Where a call's instance comes from.
-#[derive(Clone, Copy)]
-enum Instances {
-    /// The pool of configured instances.
-    Pooled,
-    /// A fresh instance from the long-running budget (watch, exec).
-    Dedicated,
-}
-
-/// Whether a call's instance may serve again afterwards.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum After {
-    /// Back to the pool.
-    Reuse,
-    /// Dropped: it held streams of this call.
-    Discard,
 }
 
 impl Adapter {
@@ -167,54 +150,6 @@ impl Adapter {
     /// Configured instances idle in the pool now.
     pub fn idle_instances(&self) -> usize {
         self.inner.pool.idle_count()
-    }
-
-    /// Runs one export on a pooled instance.
-    async fn call<R>(
-        &self,
-        ctx: &CallContext,
-        method: &'static str,
-        after: After,
-        f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
-    ) -> Result<R, CallError> {
-        let span = self.span(method);
-        async move {
-            let started = Instant::now();
-            let default = self.inner.limits.default_timeout;
-            let (deadline, timeout) = (ctx.deadline_from(started, default), ctx.timeout(default));
-            let cancel = ctx.cancel_token();
-            let result = async {
-                let mut lease = self
-                    .lease(method, Instances::Pooled, deadline, timeout, cancel)
-                    .await?;
-                if after == After::Discard {
-                    lease.discard_after();
-                }
-                let r = runner::run_timed(
-                    lease.instance(),
-                    &self.inner.identity.name,
-                    method,
-                    deadline,
-                    timeout,
-                    cancel,
-                    f,
-                )
-                .await;
-                lease.count_call();
-                // Streams the guest opened and kept (in its table, or handed
-                // to core) outlive the call: their instance is not pooled,
-                // so what it holds goes with it, not into the next call.
-                if lease.instance().store.data().holds_anything() {
-                    lease.discard_after();
-                }
-                r
-            }
-            .await;
-            self.finish(&result, started);
-            result
-        }
-        .instrument(span)
-        .await
     }
 
     /// What this adapter can do.
@@ -531,40 +466,17 @@ impl Adapter {
         ctx: &CallContext,
         events: mpsc::Sender<BundleEvent>,
     ) -> Result<WatchEnd, CallError> {
-        let method = "watch-bundles";
-        let default = self.inner.limits.default_timeout;
-        let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
-        let cancel = ctx.cancel_token();
-        let span = self.span(method);
-        async move {
-            let started = Instant::now();
-            let result = async {
-                let mut lease = self
-                    .lease(method, Instances::Dedicated, deadline, timeout, cancel)
-                    .await?;
-                let sink = BundleSink {
-                    tx: events,
-                    cancel: cancel.clone(),
-                };
-                runner::run(
-                    lease.instance(),
-                    &self.inner.identity.name,
-                    method,
-                    deadline,
-                    cancel,
-                    async |g, s| {
-                        let sink = s.data_mut().table().push(sink)?;
-                        g.call_watch_bundles(s, sink).await
-                    },
-                )
-                .await
-            }
-            .await;
-            self.finish(&result, started);
-            result
-        }
-        .instrument(span)
-        .await
+        let sink = BundleSink {
+            tx: events,
+            cancel: ctx.cancel_token().clone(),
+        };
+        let (end, _lease) = self
+            .call_dedicated(ctx, "watch-bundles", async |g, s| {
+                let sink = s.data_mut().table().push(sink)?;
+                g.call_watch_bundles(s, sink).await
+            })
+            .await?;
+        Ok(end)
     }
 
     /// Opens an interactive session in a workload. The
@@ -575,217 +487,15 @@ impl Adapter {
         workload: &WorkloadRef,
         request: &ExecRequest,
     ) -> Result<ExecSession, CallError> {
-        let method = "exec";
-        let default = self.inner.limits.default_timeout;
-        let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
-        let cancel = ctx.cancel_token();
-        let span = self.span(method);
-        async move {
-            let started = Instant::now();
-            let result = async {
-                let mut lease = self
-                    .lease(method, Instances::Dedicated, deadline, timeout, cancel)
-                    .await?;
-                let session = runner::run(
-                    lease.instance(),
-                    &self.inner.identity.name,
-                    method,
-                    deadline,
-                    cancel,
-                    async |g, s| g.call_exec(s, workload, request).await,
-                )
-                .await?;
-                Ok(ExecSession {
-                    adapter: self.clone(),
-                    lease,
-                    session,
-                })
-            }
-            .await;
-            self.finish(&result, started);
-            result
-        }
-        .instrument(span)
-        .await
-    }
-
-    /// The span every call runs in.
-    fn span(&self, method: &'static str) -> tracing::Span {
-        tracing::info_span!(
-            "adapter_call",
-            adapter = %self.inner.identity.name,
-            method,
-            outcome = tracing::field::Empty,
-            duration_us = tracing::field::Empty,
-        )
-    }
-
-    /// An instance for one call, unless the adapter is quarantined.
-    async fn lease(
-        &self,
-        method: &'static str,
-        from: Instances,
-        deadline: Option<Instant>,
-        timeout: Option<std::time::Duration>,
-        cancel: &crate::CancellationToken,
-    ) -> Result<Lease, CallError> {
-        self.inner.breaker.admit(&self.inner.identity.name)?;
-        let pool = &self.inner.pool;
-        match from {
-            Instances::Pooled => pool.lease(method, deadline, timeout, cancel).await,
-            Instances::Dedicated => {
-                pool.lease_dedicated(method, deadline, timeout, cancel)
-                    .await
-            }
-        }
-    }
-
-    /// Records a call's outcome in its span and in the fault record.
-    fn finish<R>(&self, result: &Result<R, CallError>, started: Instant) {
-        self.inner.breaker.record(&self.inner.identity.name, result);
-        record(result, started);
-    }
-
-    async fn finish_writer(
-        &self,
-        method: &'static str,
-        writer: tokio::task::JoinHandle<std::io::Result<u64>>,
-    ) -> Result<u64, CallError> {
-        let host_err = |message: String| CallError::Host {
-            adapter: self.inner.identity.name.clone(),
-            method,
-            message,
-        };
-        match writer.await {
-            Ok(Ok(n)) => Ok(n),
-            Ok(Err(e)) => Err(host_err(format!(
-                "writing the adapter's output failed: {e}"
-            ))),
-            Err(e) => Err(host_err(format!("the output writer task failed: {e}"))),
-        }
-    }
-}
-
-fn record<R>(result: &Result<R, CallError>, started: Instant) {
-    let span = tracing::Span::current();
-    span.record("duration_us", started.elapsed().as_micros() as u64);
-    match result {
-        Ok(_) => span.record("outcome", "ok"),
-        Err(e) => span.record("outcome", e.kind()),
-    };
-    if let Err(e) = result {
-        tracing::debug!(error = %e, "adapter call failed");
-    }
-}
-
-/// An interactive session in a workload. It keeps an instance of the
-/// adapter to itself; dropping the session discards it.
-pub struct ExecSession {
-    adapter: Adapter,
-    lease: Lease,
-    session: ResourceAny,
-}
-
-impl std::fmt::Debug for ExecSession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExecSession")
-            .field("adapter", &self.adapter.name())
-            .finish_non_exhaustive()
-    }
-}
-
-impl ExecSession {
-    async fn session_call<R>(
-        &mut self,
-        ctx: &CallContext,
-        method: &'static str,
-        f: impl AsyncFnOnce(
-            &Guest,
-            &mut Store<HostState>,
-            ResourceAny,
-        ) -> wasmtime::Result<Result<R, Error>>,
-    ) -> Result<R, CallError> {
-        let default = self.adapter.inner.limits.default_timeout;
-        let session = self.session;
-        runner::run(
-            self.lease.instance(),
-            &self.adapter.inner.identity.name,
-            method,
-            ctx.deadline(default),
-            ctx.cancel_token(),
-            async |g, s| f(g, s, session).await,
-        )
-        .await
-    }
-
-    /// The session's stdin, once.
-    pub async fn stdin(&mut self) -> Result<Option<ByteSink>, CallError> {
-        self.session_call(
-            &CallContext::default(),
-            "exec-session.stdin",
-            async |g, s, r| {
-                let out = g.exec_session().call_stdin(&mut *s, r).await?;
-                let out: Option<DynOutputStream> = match out {
-                    Some(o) => Some(s.data_mut().table().delete(o)?),
-                    None => None,
-                };
-                Ok(Ok(out.map(ByteSink::new)))
-            },
-        )
-        .await
-    }
-
-    /// The session's stdout, once.
-    pub async fn stdout(&mut self) -> Result<Option<ByteStream>, CallError> {
-        self.session_call(
-            &CallContext::default(),
-            "exec-session.stdout",
-            async |g, s, r| {
-                let inp = g.exec_session().call_stdout(&mut *s, r).await?;
-                take_input(s, inp)
-            },
-        )
-        .await
-    }
-
-    /// The session's stderr, once; none with a terminal.
-    pub async fn stderr(&mut self) -> Result<Option<ByteStream>, CallError> {
-        self.session_call(
-            &CallContext::default(),
-            "exec-session.stderr",
-            async |g, s, r| {
-                let inp = g.exec_session().call_stderr(&mut *s, r).await?;
-                take_input(s, inp)
-            },
-        )
-        .await
-    }
-
-    /// Resizes the terminal.
-    pub async fn resize(&mut self, size: TerminalSize) -> Result<(), CallError> {
-        self.session_call(
-            &CallContext::default(),
-            "exec-session.resize",
-            async |g, s, r| g.exec_session().call_resize(s, r, size).await,
-        )
-        .await
-    }
-
-    /// Waits for the process to exit; its exit code.
-    pub async fn wait(mut self, ctx: &CallContext) -> Result<i32, CallError> {
-        self.session_call(ctx, "exec-session.wait", async |g, s, r| {
-            g.exec_session().call_wait(s, r).await
+        let (session, lease) = self
+            .call_dedicated(ctx, "exec", async |g, s| {
+                g.call_exec(s, workload, request).await
+            })
+            .await?;
+        Ok(ExecSession {
+            adapter: self.clone(),
+            lease,
+            session,
         })
-        .await
     }
-}
-
-fn take_input(
-    s: &mut Store<HostState>,
-    inp: Option<wasmtime::component::Resource<DynInputStream>>,
-) -> wasmtime::Result<Result<Option<ByteStream>, Error>> {
-    Ok(Ok(match inp {
-        Some(i) => Some(ByteStream::new(s.data_mut().table().delete(i)?)),
-        None => None,
-    }))
 }

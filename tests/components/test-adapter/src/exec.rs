@@ -19,6 +19,8 @@ pub struct Echo {
     upper: bool,
     /// Command `["hang"]`: `wait` never returns and stdout never ends.
     hang: bool,
+    /// Command `["panic"]`: `wait` panics.
+    panic: bool,
     exit_code: i32,
 }
 
@@ -37,6 +39,7 @@ impl Echo {
             stderr: (!request.tty).then(|| io::from_bytes(b"")),
             upper: command == ["upper"],
             hang: command == ["hang"],
+            panic: command == ["panic"],
             exit_code: if command == ["exit7"] { 7 } else { 0 },
         }
     }
@@ -62,6 +65,9 @@ impl ExecSession for Echo {
     fn wait(&mut self) -> Result<i32, Error> {
         if self.hang {
             crate::hang::forever();
+        }
+        if self.panic {
+            panic!("test adapter asked to panic in an exec session's wait");
         }
         let mut bytes = io::read_to_end(&self.stdin_reader, 64 * 1024 * 1024)?;
         if self.upper {
