@@ -6,7 +6,7 @@
 //! read back the same after it is written out (the usage report writes
 //! rules). Structured: a document built from rules that speak the grammar,
 //! written out as YAML and read back through `from_text`, then requests
-//! canonicalized by `grants::path::parse` and checked. Properties:
+//! canonicalized by `grants::request::parse` and checked. Properties:
 //! - the checker agrees with a reference written from docs/grants.md: a
 //!   request is allowed by the first rule whose verbs, resource spelling and
 //!   scope all match; a namespaced request needs a namespace pattern that
@@ -29,7 +29,7 @@ use libfuzzer_sys::fuzz_target;
 use pando_fuzz::{Req, glob, is_dns_subdomain};
 use pando_host::Grants;
 use pando_host::grants::check::{Checker, Decision, GrantUsage};
-use pando_host::grants::path::{ApiRequest, ApiTarget, Verb, parse};
+use pando_host::grants::request::{ApiRequest, ApiTarget, Verb, parse};
 use pando_host::grants::{KubernetesGrants, Rate, Rule};
 
 const VERBS: &[&str] = &[

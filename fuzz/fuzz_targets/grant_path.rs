@@ -1,4 +1,4 @@
-//! The Kubernetes path canonicalizer, `grants::path::parse`, on arbitrary
+//! The Kubernetes path canonicalizer, `grants::request::parse`, on arbitrary
 //! method, path and query.
 //!
 //! Properties (from the module's docs and docs/grants.md, "anything the API
@@ -23,7 +23,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use pando_fuzz::{Req, has_control, is_dns_label, is_dns_subdomain};
-use pando_host::grants::path::{
+use pando_host::grants::request::{
     ALLOWED_QUERY_KEYS, ApiRequest, ApiTarget, Method, NON_RESOURCE_PATHS, Verb, parse,
 };
 

@@ -37,7 +37,7 @@ use pando_host::CallError;
 use pando_host::fuzzing;
 use pando_host::grants::Grants;
 use pando_host::grants::check::{Checker, Decision};
-use pando_host::grants::path::{ApiRequest, Method, Verb, parse};
+use pando_host::grants::request::{ApiRequest, Method, Verb, parse};
 use pando_host::types::{
     BundleEvent, CapacityReport, CommandFailure, EdgeState, Error as AdapterError, Fit,
     ObservedBundle, ObservedVolume, ObservedWorkload, Resources, WorkloadChange, WorkloadPhase,

@@ -9,7 +9,7 @@
 //! from the code they check.
 
 use arbitrary::{Arbitrary, Result, Unstructured};
-use pando_host::grants::path::{ALLOWED_QUERY_KEYS, Method};
+use pando_host::grants::request::{ALLOWED_QUERY_KEYS, Method};
 
 pub mod cli;
 

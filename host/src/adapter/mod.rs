@@ -21,10 +21,10 @@ use wasmtime_wasi::p2::pipe::AsyncReadStream;
 
 use crate::cache::CacheOutcome;
 use crate::call::CallContext;
+use crate::check::ComponentShape;
 use crate::error::CallError;
 use crate::imports::events::BundleSink;
 use crate::limits::Limits;
-use crate::loader::ComponentShape;
 use crate::pool::Pool;
 use crate::state::Identity;
 use crate::streams::{ByteStream, channel_output};

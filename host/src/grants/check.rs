@@ -3,7 +3,7 @@
 //! Deny by default, and no wildcards for verbs or resources: a rule names
 //! what it allows. The only globs are in namespace and name patterns, and a
 //! rule reaches all namespaces only by saying `"*"`. The target given here is
-//! already canonical ([`super::path::parse`]), so matching is string
+//! already canonical ([`super::request::parse`]), so matching is string
 //! comparison.
 
 use std::collections::HashMap;
@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use super::path::{ApiTarget, Verb, check_dns_subdomain};
+use super::request::{ApiTarget, Verb, check_dns_subdomain};
 use super::{KubernetesGrants, Rule};
 
 /// Cluster-scoped resources the host knows, as `(group, resource)`. A
@@ -600,7 +600,7 @@ pub struct DenialCount {
 mod tests {
     use super::*;
     use crate::grants::Grants;
-    use crate::grants::path::{ApiRequest, Method, parse};
+    use crate::grants::request::{ApiRequest, Method, parse};
 
     const GRANTS: &str = r#"
 kubernetes:

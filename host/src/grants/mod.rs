@@ -9,7 +9,7 @@
 pub mod check;
 pub mod forbidden;
 pub mod objects;
-pub mod path;
+pub mod request;
 
 use std::path::Path;
 
@@ -221,12 +221,12 @@ fn validate_rule(rule: &Rule) -> Result<(), (String, String)> {
                 "wildcards are refused: list the verbs the adapter needs".into(),
             ));
         }
-        if path::Verb::from_rbac(verb).is_none() {
+        if request::Verb::from_rbac(verb).is_none() {
             return Err((
                 format!("verbs[{j}]"),
                 format!(
                     "unknown verb `{verb}`: use {}",
-                    path::Verb::ALL.map(path::Verb::as_str).join(", ")
+                    request::Verb::ALL.map(request::Verb::as_str).join(", ")
                 ),
             ));
         }
@@ -292,11 +292,11 @@ fn validate_resource(spelling: &str) -> Result<(), String> {
         [] => return Err(format!("`{spelling}` is malformed: {FORM}")),
     };
     if let Some(first) = first {
-        path::check_dns_subdomain(first)
+        request::check_dns_subdomain(first)
             .map_err(|why| format!("`{spelling}`: `{first}` is malformed ({why}); {FORM}"))?;
     }
     for part in rest {
-        path::check_dns_label(part)
+        request::check_dns_label(part)
             .map_err(|why| format!("`{spelling}`: `{part}` is malformed ({why}); {FORM}"))?;
     }
     Ok(())
@@ -553,13 +553,13 @@ mod tests {
         let k = grants.kubernetes.expect("kubernetes section");
         assert!(!k.rules.is_empty());
         let checker = check::Checker::new(&k);
-        let allowed = |method, path: &str| match path::parse(method, path, &[]) {
-            Ok(path::ApiRequest::Resource { verb, target }) => {
+        let allowed = |method, path: &str| match request::parse(method, path, &[]) {
+            Ok(request::ApiRequest::Resource { verb, target }) => {
                 !matches!(checker.check(verb, &target, None), check::Decision::Deny(_))
             }
             other => panic!("{path}: {other:?}"),
         };
-        use path::Method::*;
+        use request::Method::*;
         assert!(allowed(Get, "/api/v1/namespaces/pando-shop/pods/web/log"));
         assert!(allowed(
             Post,

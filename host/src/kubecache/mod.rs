@@ -54,7 +54,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Service};
 use serde::Serialize;
 
-use crate::grants::path::{ApiTarget, Verb};
+use crate::grants::request::{ApiTarget, Verb};
 pub use selector::{Labels, Selector};
 #[doc(hidden)]
 pub use store::Filled;

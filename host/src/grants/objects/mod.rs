@@ -28,7 +28,7 @@ mod services;
 use serde_json::Value;
 
 use super::check::pattern_matches;
-use super::path::ApiTarget;
+use super::request::ApiTarget;
 use pss::PodView;
 pub use schema::{ObjectRules, PodRule, Profile};
 
@@ -255,7 +255,7 @@ impl ObjectPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grants::path::{ApiRequest, Method, parse};
+    use crate::grants::request::{ApiRequest, Method, parse};
     use serde_json::json;
 
     fn target(path: &str) -> ApiTarget {

@@ -213,7 +213,7 @@ impl ObjectRules {
                 (&rule.runtime_classes, "runtime_classes"),
             ] {
                 for (j, name) in list.iter().enumerate() {
-                    crate::grants::path::check_dns_subdomain(name)
+                    crate::grants::request::check_dns_subdomain(name)
                         .map_err(|why| (at(format!("{field}[{j}]")), format!("`{name}`: {why}")))?;
                 }
             }
@@ -245,7 +245,7 @@ impl ObjectRules {
                     ),
                 ));
             }
-            crate::grants::path::check_dns_subdomain(&b.role)
+            crate::grants::request::check_dns_subdomain(&b.role)
                 .map_err(|why| (format!("{base}.role"), format!("`{}`: {why}", b.role)))?;
             if b.subjects.is_empty() {
                 return Err((
@@ -256,7 +256,7 @@ impl ObjectRules {
             for (j, s) in b.subjects.iter().enumerate() {
                 let at = format!("{base}.subjects[{j}]");
                 match (s.kind.as_str(), &s.namespace) {
-                    ("ServiceAccount", Some(ns)) => crate::grants::path::check_dns_label(ns)
+                    ("ServiceAccount", Some(ns)) => crate::grants::request::check_dns_label(ns)
                         .map_err(|why| (format!("{at}.namespace"), why))?,
                     ("ServiceAccount", None) => {
                         return Err((at, "a ServiceAccount subject needs its namespace".into()));

@@ -5,7 +5,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::grants::path::ApiRequest;
+use crate::grants::request::ApiRequest;
 
 /// One Kubernetes call being audited: who, which call, which path, since
 /// when. Each way the call can end writes its one event.

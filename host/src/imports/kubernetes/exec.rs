@@ -25,7 +25,7 @@ use super::audit::Audit;
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ApiStatus, ExecRequest, LogRequest,
 };
-use crate::grants::path::{self, ApiRequest, Verb};
+use crate::grants::request::{self, ApiRequest, Verb};
 
 /// How a session ended, once it has: its final `Status`, or `None` when
 /// its connection ended without one (it broke).
@@ -287,7 +287,7 @@ impl KubeContext {
         let path = format!("/api/v1/namespaces/{namespace}/pods/{pod}/{sub}");
         let audit = Audit::start(&self.denial_runs, adapter, call, &path);
         let parsed = self
-            .admit(&audit, path::Method::Get, &path, &[], None)
+            .admit(&audit, request::Method::Get, &path, &[], None)
             .await?;
         if let (Some(verb), ApiRequest::Resource { target, .. }) = (also, &parsed)
             && let Err(e) = self.authorize(verb, target, None).await

@@ -2,7 +2,7 @@
 //! reach.
 //!
 //! Every request, watch, log and exec goes the same way: parse and
-//! canonicalize the path (`grants::path`), check it against the adapter's
+//! canonicalize the path (`grants::request`), check it against the adapter's
 //! grants (`grants::check`), wait for the rate budget, send it on the host's
 //! `kube::Client` (its credentials, TLS and protocols: no HTTP of our own),
 //! and audit the outcome. A denial never reaches the API server. A write
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use crate::grants::KubernetesGrants;
 use crate::grants::check::{Checker, Decision, GrantUsage};
 use crate::grants::objects::ObjectPolicy;
-use crate::grants::path::{self, ApiRequest, ApiTarget, Verb};
+use crate::grants::request::{self, ApiRequest, ApiTarget, Verb};
 use crate::ratelimit::{ByteBudget, RateLimiter};
 
 pub use exec::ExecSession;
@@ -109,12 +109,12 @@ impl KubeContext {
     pub(crate) async fn admit(
         &self,
         audit: &audit::Audit<'_>,
-        method: path::Method,
+        method: request::Method,
         path: &str,
         query: &[(String, String)],
         body_name: Option<&str>,
     ) -> Result<ApiRequest, ApiError> {
-        let parsed = match path::parse(method, path, query) {
+        let parsed = match request::parse(method, path, query) {
             Ok(parsed) => parsed,
             Err(e) => {
                 let msg = e.to_string();

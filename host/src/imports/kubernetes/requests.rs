@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::grants::path::{ApiRequest, Verb};
+use crate::grants::request::{ApiRequest, Verb};
 
 /// The most distinct resources counted by name; past it, requests are
 /// counted under [`OTHER_RESOURCES`] with their verb, so a hostile adapter
@@ -170,7 +170,7 @@ impl RequestLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grants::path::{Method, parse};
+    use crate::grants::request::{Method, parse};
 
     fn request(method: Method, path: &str) -> ApiRequest {
         parse(method, path, &[]).expect("a valid path")

@@ -31,7 +31,7 @@ use super::{KubeContext, MAX_RESPONSE_BYTES, denial_message};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ContentType, Denial, Method, Request, Response,
 };
-use crate::grants::path::{self, ApiRequest, Verb};
+use crate::grants::request::{self, ApiRequest, Verb};
 
 /// Headers a client acts on; the rest stay in the host.
 const KEPT_HEADERS: &[&str] = &["content-type", "retry-after", "warning", "audit-id"];
@@ -94,13 +94,13 @@ fn content_type(ct: Option<ContentType>) -> &'static str {
     }
 }
 
-pub(crate) fn method(m: Method) -> (path::Method, http::Method) {
+pub(crate) fn method(m: Method) -> (request::Method, http::Method) {
     match m {
-        Method::Get => (path::Method::Get, http::Method::GET),
-        Method::Post => (path::Method::Post, http::Method::POST),
-        Method::Put => (path::Method::Put, http::Method::PUT),
-        Method::Patch => (path::Method::Patch, http::Method::PATCH),
-        Method::Delete => (path::Method::Delete, http::Method::DELETE),
+        Method::Get => (request::Method::Get, http::Method::GET),
+        Method::Post => (request::Method::Post, http::Method::POST),
+        Method::Put => (request::Method::Put, http::Method::PUT),
+        Method::Patch => (request::Method::Patch, http::Method::PATCH),
+        Method::Delete => (request::Method::Delete, http::Method::DELETE),
     }
 }
 

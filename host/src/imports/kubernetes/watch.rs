@@ -20,7 +20,7 @@ use super::send::uri;
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ApiStatus, EventType, WatchEnd, WatchEvent, WatchRequest,
 };
-use crate::grants::path::{self, ApiRequest};
+use crate::grants::request::{self, ApiRequest};
 
 /// Events buffered between the API server and the guest.
 const DEPTH: usize = 64;
@@ -144,7 +144,7 @@ impl KubeContext {
         }
         let audit = Audit::start(&self.denial_runs, adapter, "watch", &req.path);
         let parsed = self
-            .admit(&audit, path::Method::Get, &req.path, &query, None)
+            .admit(&audit, request::Method::Get, &req.path, &query, None)
             .await?;
         if !matches!(parsed, ApiRequest::Resource { .. }) {
             let msg = format!("`{}` is not a collection to watch", req.path);

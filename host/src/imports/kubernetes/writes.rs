@@ -36,7 +36,7 @@ use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ContentType, Denial, Method, Request, Response,
 };
 use crate::grants::objects::{Kind, Violation};
-use crate::grants::path::{ApiRequest, ApiTarget, Verb};
+use crate::grants::request::{ApiRequest, ApiTarget, Verb};
 
 /// What to do with a write once the object rules have looked at it.
 pub(crate) enum Policed {

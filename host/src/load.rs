@@ -10,12 +10,12 @@ use wasmtime::component::{Component, Linker};
 
 use crate::adapter::{Adapter, AdapterInner, Inspection};
 use crate::cache::{self, CacheOutcome, CompileCache};
+use crate::check::{self, ComponentShape};
 use crate::engine::{EngineSettings, SharedEngine};
 use crate::error::{CallError, LoadError};
 use crate::grants::Grants;
 use crate::imports::kubernetes::KubeContext;
 use crate::limits::Limits;
-use crate::loader::{self, ComponentShape};
 use crate::pool::{Factory, Instance, Pool};
 use crate::runner;
 use crate::state::{HostState, Identity};
@@ -297,7 +297,7 @@ impl Host {
         bytes: &[u8],
         grants: Option<&Grants>,
     ) -> Result<Prepared, LoadError> {
-        loader::check_header(what, bytes)?;
+        check::check_header(what, bytes)?;
         let digest = cache::digest(bytes);
         let started = Instant::now();
         // Compiling takes hundreds of milliseconds of CPU: keep it off the
@@ -317,7 +317,7 @@ impl Host {
             reason: format!("{e:#}"),
         })?;
         let compile_time = started.elapsed();
-        let shape = loader::check_shape(what, &self.inner.engine.engine, &component, grants)?;
+        let shape = check::check_shape(what, &self.inner.engine.engine, &component, grants)?;
         Ok(Prepared {
             what: what.into(),
             digest,
