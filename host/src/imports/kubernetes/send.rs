@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt;
 
+use super::admission::check_body;
 use super::audit::Audit;
 use super::writes::Policed;
 use super::{KubeContext, MAX_RESPONSE_BYTES, denial_message};
@@ -130,19 +131,6 @@ pub(crate) fn body_name(body: Option<&[u8]>) -> Option<String> {
     }
     let object: Object = serde_json::from_slice(body?).ok()?;
     object.metadata?.name
-}
-
-/// Refuses a body over `cap` bytes, saying how to raise the cap.
-pub(crate) fn check_body(body: Option<&[u8]>, cap: u64) -> Result<(), ApiError> {
-    match body {
-        Some(body) if body.len() as u64 > cap => Err(ApiError::TooLarge(format!(
-            "the request body is {} bytes, over this adapter's cap of {cap} bytes; nothing was \
-             sent (raise `kubernetes.max_body_bytes` in the adapter's grants if it really \
-             writes objects this large)",
-            body.len()
-        ))),
-        _ => Ok(()),
-    }
 }
 
 impl KubeContext {
