@@ -28,7 +28,7 @@ use crate::ratelimit::{ByteBudget, RateLimiter};
 
 pub(crate) use admission::denial_message;
 pub use exec::ExecSession;
-pub use requests::{RequestCounts, RequestKind, RequestLog};
+pub use requests::{RequestCounts, RequestKind, RequestCounter};
 pub use watch::WatchStream;
 
 /// The largest response body handed to an adapter: a list bigger than this
@@ -42,7 +42,7 @@ pub struct KubeContext {
     pub(crate) checker: Arc<Checker>,
     pub(crate) usage: Arc<GrantUsage>,
     /// Every request the adapter asked for, by verb and resource.
-    pub(crate) requests: Arc<RequestLog>,
+    pub(crate) requests: Arc<RequestCounter>,
     pub(crate) limiter: Arc<RateLimiter>,
     /// Request bodies' bytes a second (`kubernetes.rate.write_*`).
     pub(crate) write_budget: Arc<ByteBudget>,
@@ -68,7 +68,7 @@ impl KubeContext {
             client,
             checker: Arc::new(Checker::new(grants)),
             usage: Arc::new(GrantUsage::default()),
-            requests: Arc::new(RequestLog::default()),
+            requests: Arc::new(RequestCounter::default()),
             limiter: Arc::new(RateLimiter::new(grants.rate.qps, grants.rate.burst)),
             write_budget: Arc::new(ByteBudget::new(
                 grants.rate.write_bytes_per_second,
@@ -93,7 +93,7 @@ impl KubeContext {
     }
 
     /// The requests the adapter asked for so far, by verb and resource.
-    pub fn requests(&self) -> &Arc<RequestLog> {
+    pub fn requests(&self) -> &Arc<RequestCounter> {
         &self.requests
     }
 }

@@ -138,11 +138,11 @@ impl fmt::Display for RequestCounts {
 
 /// One adapter's record, shared by its instances. Thread-safe.
 #[derive(Debug, Default)]
-pub struct RequestLog {
+pub struct RequestCounter {
     counts: Mutex<RequestCounts>,
 }
 
-impl RequestLog {
+impl RequestCounter {
     /// Counts one request.
     pub(crate) fn record(&self, request: &ApiRequest) {
         let (verb, resource) = match request {
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn requests_are_counted_by_verb_and_resource_and_told_apart() {
-        let log = RequestLog::default();
+        let log = RequestCounter::default();
         log.record(&request(Method::Get, "/api/v1/namespaces/pando-a"));
         let before = log.snapshot();
         log.record(&request(Method::Get, "/api/v1/namespaces/pando-a/pods"));
@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn invented_resources_are_bounded() {
-        let log = RequestLog::default();
+        let log = RequestCounter::default();
         for i in 0..MAX_RESOURCE_KEYS + 10 {
             log.record(&request(
                 Method::Delete,
