@@ -14,7 +14,7 @@
 //! (1 PUT): 6 + V reads, 0 or 1 write, whatever N. An egress gateway
 //! adds nothing: its pod, Service and policy are in those lists.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pando_adapter_sdk::error::ErrorExt;
@@ -26,9 +26,30 @@ use pando_adapter_sdk::types::{BundleHandle, BundlePlan, Error};
 use crate::config::Config;
 use crate::{egress, helper, names, objects, rbac, volumes};
 
-/// How long Apply waits for a replaced pod to be gone before creating its
-/// successor under the same name.
-const POD_GONE_WAIT: Duration = Duration::from_secs(30);
+/// Beyond a pod's grace period, how long a pod being deleted is waited for:
+/// the kubelet kills what ignored SIGTERM at the end of the grace, and the
+/// API server then removes the object.
+pub(crate) const KILL_MARGIN: Duration = Duration::from_secs(15);
+
+/// Kubernetes' default grace period, for a pod whose spec names none.
+const DEFAULT_GRACE_S: i64 = 30;
+
+/// How long `pod`, deleted, may take to be gone: the grace it actually has
+/// (the one its deletion set, else its spec's, else Kubernetes' 30 s), plus
+/// [`KILL_MARGIN`]. A fixed bound shorter than the grace turns a process
+/// that ignores SIGTERM into a `conflict` on every redeploy.
+pub(crate) fn gone_limit(pod: &Pod) -> Duration {
+    let grace = pod
+        .metadata
+        .deletion_grace_period_seconds
+        .or_else(|| {
+            pod.spec
+                .as_ref()
+                .and_then(|s| s.termination_grace_period_seconds)
+        })
+        .unwrap_or(DEFAULT_GRACE_S);
+    Duration::from_secs(u64::try_from(grace).unwrap_or(0)) + KILL_MARGIN
+}
 
 /// Converges the app's namespace toward `plan` (see the module doc).
 pub fn apply(config: &Config, plan: &BundlePlan) -> Result<BundleHandle, Error> {
@@ -185,7 +206,7 @@ fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error
     let existing = api
         .list(&ListParams::default().labels(&selector))
         .map_err(ctx)?;
-    let mut replaced = BTreeSet::new();
+    let mut replaced = BTreeMap::new();
     for pod in existing.items {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let keep = match desired.get(&name) {
@@ -201,19 +222,19 @@ fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error
             continue;
         }
         // An exited pod runs nothing: it goes at once. A running one gets
-        // its grace period.
-        let params = if has_exited(&pod) {
-            DeleteParams::background().grace_period(0)
+        // its grace period, and its successor waits for all of it.
+        let (params, limit) = if has_exited(&pod) {
+            (DeleteParams::background().grace_period(0), KILL_MARGIN)
         } else {
-            DeleteParams::background()
+            (DeleteParams::background(), gone_limit(&pod))
         };
         api.delete_opt(&name, &params).map_err(ctx)?;
         if desired.contains_key(&name) {
-            replaced.insert(name);
+            replaced.insert(name, limit);
         }
     }
-    for name in &replaced {
-        wait_gone(&api, name)?;
+    for (name, limit) in &replaced {
+        wait_gone_within(&api, name, *limit)?;
     }
     for pod in desired.values() {
         api.create(&post(), pod).map_err(ctx)?;
@@ -221,12 +242,9 @@ fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error
     Ok(())
 }
 
-/// Waits until the pod `name` is gone, so its successor can take the name.
-pub(crate) fn wait_gone(api: &Api<Pod>, name: &str) -> Result<(), Error> {
-    wait_gone_within(api, name, POD_GONE_WAIT)
-}
-
-/// [`wait_gone`] with a bound of the caller's.
+/// Waits until the pod `name` is gone, so its successor can take the name,
+/// for at most `limit` (see [`gone_limit`]); the call's deadline bounds it
+/// too.
 pub(crate) fn wait_gone_within(api: &Api<Pod>, name: &str, limit: Duration) -> Result<(), Error> {
     let step = Duration::from_millis(250);
     let mut waited = Duration::ZERO;

@@ -148,7 +148,8 @@ impl HelperPod {
             }
             api.delete_opt(name, &DeleteParams::background().grace_period(0))
                 .map_err(ctx)?;
-            crate::apply::wait_gone(&api, name)?;
+            // Deleted with no grace: gone within the kill margin.
+            crate::apply::wait_gone_within(&api, name, crate::apply::KILL_MARGIN)?;
         }
         api.create(&post(), &pod).map_err(ctx)?;
         let helper = HelperPod {

@@ -48,27 +48,54 @@ cd "${PANDO_HELPER_ROOT:-}$1"
 exec tar -cf - .
 "#;
 
-/// Unpacks the archive on stdin into a staging directory on the volume.
-/// A swap that a crash cut short is undone first (see [`SWAP_SCRIPT`]).
-const UNPACK_SCRIPT: &str = r#"set -e
-v="${PANDO_HELPER_ROOT:-}$1"
-if [ -d "$v/.pando-old" ]; then
-  find "$v" -mindepth 1 -maxdepth 1 ! -name .pando-restore ! -name .pando-old -exec rm -rf {} \;
-  find "$v/.pando-old" -mindepth 1 -maxdepth 1 -exec mv {} "$v/" \;
-  rmdir "$v/.pando-old"
+/// Puts a volume that a restore's swap left half-done ([`SWAP_SCRIPT`]) back to
+/// whole contents, old or new, never neither: each step is safe to cut and run again.
+///
+/// - `.pando-old` without `.pando-restore`: the swap had moved every new entry in and
+///   removed the staging directory (its commit point) and was cut removing the old
+///   ones: the new contents are whole, the old go.
+/// - `.pando-old` with `.pando-restore`: cut before its commit point: the new entries
+///   that came in go, then `.pando-old` becomes `.pando-undo` (from there on nothing is
+///   deleted), and the old entries move back.
+macro_rules! recover_script {
+    () => {
+        r#"v="${PANDO_HELPER_ROOT:-}$1"
+s="$v/.pando-restore"
+o="$v/.pando-old"
+u="$v/.pando-undo"
+if [ -d "$o" ] && [ ! -d "$s" ]; then
+  rm -rf "$o"
 fi
-rm -rf "$v/.pando-restore"
-mkdir "$v/.pando-restore"
-if ! tar -C "$v/.pando-restore" -xf -; then
+if [ -d "$o" ]; then
+  find "$v" -mindepth 1 -maxdepth 1 ! -name .pando-restore ! -name .pando-old ! -name .pando-undo -exec rm -rf {} \;
+  mv "$o" "$u"
+fi
+if [ -d "$u" ]; then
+  find "$u" -mindepth 1 -maxdepth 1 -exec mv {} "$v/" \;
+  rmdir "$u"
+fi
+"#
+    };
+}
+
+/// Unpacks the archive on stdin into a staging directory on the volume.
+/// A swap that a crash cut short is recovered first (see [`recover_script`]).
+const UNPACK_SCRIPT: &str = concat!(
+    "set -e\n",
+    recover_script!(),
+    r#"rm -rf "$s"
+mkdir "$s"
+if ! tar -C "$s" -xf -; then
   echo "the stream is not a tar archive that snapshot-volume wrote; the volume is unchanged" >&2
   exit 65
 fi
-"#;
+"#
+);
 
 /// Swaps the staging directory for the volume's old contents.
 /// The old contents are moved aside before the new are moved in, and only removed once
-/// the new are in place: a failure part-way leaves every old file on the volume (in
-/// `.pando-old`), never deleted.
+/// the new are in place and the staging directory is gone (the commit point
+/// [`recover_script`] reads): a cut anywhere leaves the old contents or the new whole.
 const SWAP_SCRIPT: &str = r#"set -e
 v="${PANDO_HELPER_ROOT:-}$1"
 s="$v/.pando-restore"
@@ -90,16 +117,13 @@ const RECORD: u64 = 10240;
 /// How much one read of the caller's stream takes.
 const CHUNK: u64 = 64 * 1024;
 
-/// Removes what a failed restore left, and puts back the old contents of a swap that
-/// failed part-way: the new ones that came in go, the caller still has them in its archive.
-const ABORT_SCRIPT: &str = r#"v="${PANDO_HELPER_ROOT:-}$1"
-if [ -d "$v/.pando-old" ]; then
-  find "$v" -mindepth 1 -maxdepth 1 ! -name .pando-restore ! -name .pando-old -exec rm -rf {} \;
-  find "$v/.pando-old" -mindepth 1 -maxdepth 1 -exec mv {} "$v/" \;
-  rmdir "$v/.pando-old"
-fi
-rm -rf "$v/.pando-restore"
-"#;
+/// Removes what a failed restore left, and recovers a swap that failed part-way
+/// ([`recover_script`]): the old contents, or the new when it had committed.
+const ABORT_SCRIPT: &str = concat!(
+    recover_script!(),
+    r#"rm -rf "$s"
+"#
+);
 
 /// Where a helper mounts a claim: unique per namespace and claim, so that
 /// one directory tree can stand in for every helper's filesystem on the
@@ -195,12 +219,7 @@ pub fn restore_volume(
         let name = user.metadata.name.as_deref().unwrap_or_default();
         // Its grace period, and a margin for the kill after it: a process that ignores
         // SIGTERM takes all of it.
-        let grace = user
-            .spec
-            .as_ref()
-            .and_then(|s| s.termination_grace_period_seconds)
-            .unwrap_or(30);
-        let limit = std::time::Duration::from_secs(u64::try_from(grace).unwrap_or(30) + 15);
+        let limit = crate::apply::gone_limit(user);
         crate::apply::wait_gone_within(&api, name, limit).map_err(|e| {
             e.context(&format!(
                 "restore of volume `{ns}/{claim}`: waiting for its stopped user `{name}`"

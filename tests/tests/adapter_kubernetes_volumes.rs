@@ -134,6 +134,8 @@ async fn a_volume_snapshot_restores_byte_for_byte_and_a_bad_stream_loses_nothing
     );
     a.stop(&ctx(), &bundle(&app)).await.expect("stop");
 
+    // Right after stop, its pod may still be ending: restore waits for it (the contract in
+    // wit/adapter.wit), so the next call is never an "in use" refusal, however fast it comes.
     // Change the volume, then restore: exactly the snapshot's contents.
     std::fs::remove_file(dir.join("a.txt")).expect("rm");
     std::fs::write(dir.join("new.txt"), b"written after the snapshot").expect("write");
@@ -171,11 +173,109 @@ async fn a_volume_snapshot_restores_byte_for_byte_and_a_bad_stream_loses_nothing
         "{r:?}"
     );
 
-    cleanup(&a, &app).await;
-    ka::delete_pv(&pv).await;
+    remove_app(&a, &app, &pv).await;
+}
+
+/// Removes app `app`, its PersistentVolume `pv` and the directories that stood in for its
+/// volumes.
+async fn remove_app(a: &pando_host::Adapter, app: &str, pv: &str) {
+    cleanup(a, app).await;
+    ka::delete_pv(pv).await;
     let _ = std::fs::remove_dir_all(
         cluster::state_dir()
             .join("helper-root/pando-volumes")
-            .join(&ns),
+            .join(format!("pando-{app}")),
     );
+}
+
+/// One cut: what it is, the state it leaves on the volume, and the contents a recovery must
+/// find whole.
+type Cut = (
+    &'static str,
+    fn(&Path),
+    &'static [(&'static str, &'static str)],
+);
+
+/// Writes `files` (path, contents) under `dir`, making directories as needed.
+fn put(dir: &Path, files: &[(&str, &str)]) {
+    for (path, contents) in files {
+        let file = dir.join(path);
+        std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(file, contents).expect("write");
+    }
+}
+
+#[tokio::test]
+async fn a_restore_swap_cut_anywhere_leaves_the_old_contents_or_the_new_whole() {
+    let (a, _h) = ka::load().await;
+    let app = id("k8s-cut");
+    let ns = format!("pando-{app}");
+    let pv = ka::bound_pv(&ns, "data").await;
+    a.apply(&ctx(), &with_volume(plan(&app, &["web"]), "data"))
+        .await
+        .expect("apply");
+    ka::wait_volume_ready(&a, &app, "data").await;
+    a.stop(&ctx(), &bundle(&app)).await.expect("stop");
+    let dir = volume_dir(&ns, "data");
+    let h = VolumeHandle {
+        bundle: app.clone(),
+        name: "data".into(),
+        location: String::new(),
+    };
+    const OLD: &[(&str, &str)] = &[("a.txt", "old a"), ("sub/b.txt", "old b")];
+    const NEW: &[(&str, &str)] = &[("n.txt", "new n"), ("newdir/m.txt", "new m")];
+    let whole = |files: &[(&str, &str)]| {
+        let scratch = tempfile::tempdir().expect("a temp dir");
+        put(scratch.path(), files);
+        tree(scratch.path())
+    };
+    // Each state a swap (or its undo) cut at that point leaves; then the next restore (here
+    // one whose stream is not an archive, so only its recovery and clean-up change anything).
+    let cuts: [Cut; 3] = [
+        (
+            "after the new were all in and the staging directory gone, removing the old",
+            |v| {
+                put(v, &[("n.txt", "new n"), ("newdir/m.txt", "new m")]);
+                put(&v.join(".pando-old"), &[("sub/b.txt", "old b")]);
+            },
+            NEW,
+        ),
+        (
+            "half-way through moving the new in",
+            |v| {
+                put(v, &[("n.txt", "new n")]);
+                put(&v.join(".pando-restore"), &[("newdir/m.txt", "new m")]);
+                put(
+                    &v.join(".pando-old"),
+                    &[("a.txt", "old a"), ("sub/b.txt", "old b")],
+                );
+            },
+            OLD,
+        ),
+        (
+            "half-way through moving the old back (an earlier recovery cut)",
+            |v| {
+                put(v, &[("a.txt", "old a")]);
+                put(&v.join(".pando-undo"), &[("sub/b.txt", "old b")]);
+                put(&v.join(".pando-restore"), &[("newdir/m.txt", "new m")]);
+            },
+            OLD,
+        ),
+    ];
+    for (cut, leave, want) in cuts {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        leave(&dir);
+        let r = a.restore_volume(&ctx(), &h, &b"not an archive"[..]).await;
+        assert!(
+            matches!(&r, Err(CallError::Adapter(AdapterError::Invalid(_)))),
+            "{cut}: {r:?}"
+        );
+        assert_eq!(
+            tree(&dir),
+            whole(want),
+            "cut {cut}: the volume holds one whole set of contents"
+        );
+    }
+    remove_app(&a, &app, &pv).await;
 }

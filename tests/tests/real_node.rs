@@ -499,3 +499,36 @@ async fn r097_a_trial_reports_exactly_its_listening_sockets_and_is_unreachable()
     );
     control_ns.delete().await.expect("cleanup");
 }
+
+#[tokio::test]
+async fn a_replaced_pod_that_ignores_sigterm_is_waited_for_its_whole_grace() {
+    let admin = admin().await;
+    node::require(&admin).await;
+    let (a, _h) = node::load_adapter().await;
+    let app = id("node-grace");
+    let ns = format!("pando-{app}");
+    // PID 1 ignores SIGTERM: the kubelet kills it only at the end of the pod's grace
+    // period (Kubernetes' default, 30 s: the plan has no field for it).
+    let stubborn = "trap '' TERM; while true; do sleep 1; done";
+    a.apply(&ctx(), &shell_plan(&app, &[("web", stubborn)]))
+        .await
+        .expect("apply");
+    let first = app_pod(&admin, &ns, "web").await;
+    // Another plan for the workload: its pod is replaced, and the successor waits for the
+    // old one to be gone, however long its grace.
+    let started = std::time::Instant::now();
+    a.apply(
+        &ctx(),
+        &shell_plan(&app, &[("web", &format!("{stubborn} # v2"))]),
+    )
+    .await
+    .expect("the redeploy waits out the old pod's grace, not a fixed 30 s");
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_secs(25),
+        "the old pod ignored SIGTERM and took its grace: {took:?}"
+    );
+    let second = app_pod(&admin, &ns, "web").await;
+    assert_ne!(ka::uid(&second), ka::uid(&first), "a new pod");
+    cleanup(&a, &app).await;
+}
