@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod forbidden;
+mod known;
 pub mod objects;
 pub mod request;
 
@@ -232,13 +233,13 @@ fn validate_rule(rule: &Rule) -> Result<(), (String, String)> {
         }
     }
     for (j, resource) in rule.resources.iter().enumerate() {
-        validate_resource(resource).map_err(|why| (format!("resources[{j}]"), why))?;
         if let Some(why) = forbidden::never_grantable(resource) {
             return Err((
                 format!("resources[{j}]"),
                 format!("`{resource}` is never granted: {why}"),
             ));
         }
+        validate_resource(resource).map_err(|why| (format!("resources[{j}]"), why))?;
     }
     for (j, pattern) in rule.namespaces.iter().enumerate() {
         validate_pattern(pattern, 63, false).map_err(|why| (format!("namespaces[{j}]"), why))?;
@@ -299,7 +300,7 @@ fn validate_resource(spelling: &str) -> Result<(), String> {
         request::check_dns_label(part)
             .map_err(|why| format!("`{spelling}`: `{part}` is malformed ({why}); {FORM}"))?;
     }
-    Ok(())
+    known::check(&parts)
 }
 
 /// A namespace or name pattern: lowercase letters, digits, `-` (and `.`
@@ -546,6 +547,18 @@ mod tests {
     }
 
     #[test]
+    fn the_grants_page_quotes_the_example_file_whole() {
+        let file = include_str!("../../../deploy/grants/kubernetes.yaml");
+        let page = include_str!("../../../docs/grants.md");
+        let body = &file[file.find("kubernetes:").expect("a kubernetes section")..];
+        assert!(
+            page.contains(body),
+            "docs/grants.md's example differs from deploy/grants/kubernetes.yaml: copy the file's \
+             `kubernetes:` section into the page"
+        );
+    }
+
+    #[test]
     fn example_grants_file_loads() {
         let text = include_str!("../../../deploy/grants/kubernetes.yaml");
         let grants =
@@ -565,6 +578,20 @@ mod tests {
             Post,
             "/apis/rbac.authorization.k8s.io/v1/namespaces/pando-shop/rolebindings"
         ));
+        // Bindings as deploy/kubernetes/rbac.yaml allows them: made, read,
+        // deleted, never updated in place; RuntimeClasses never watched.
+        assert!(!allowed(
+            Patch,
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/pando-shop/rolebindings/b"
+        ));
+        let watch = [("watch".to_string(), "true".to_string())];
+        match request::parse(Get, "/apis/node.k8s.io/v1/runtimeclasses", &watch) {
+            Ok(request::ApiRequest::Resource { verb, target }) => assert!(matches!(
+                checker.check(verb, &target, None),
+                check::Decision::Deny(_)
+            )),
+            other => panic!("a watch of RuntimeClasses: {other:?}"),
+        }
         assert!(allowed(Get, "/api/v1/pods"));
         assert!(allowed(Get, "/api/v1/nodes/n1"));
         assert!(!allowed(Patch, "/api/v1/nodes/n1"));
