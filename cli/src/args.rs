@@ -23,6 +23,15 @@ pub struct Global {
     /// The adapter component (a `.wasm` file) to load.
     #[arg(long, env = "PANDO_ADAPTER", global = true, value_name = "COMPONENT")]
     pub adapter: Option<PathBuf>,
+    /// The SHA-256 the adapter component must have (hex, or `sha256:HEX`):
+    /// a component whose bytes differ is refused before it is compiled.
+    #[arg(
+        long,
+        env = "PANDO_ADAPTER_DIGEST",
+        global = true,
+        value_name = "SHA256"
+    )]
+    pub digest: Option<String>,
     /// The adapter's grants (YAML or JSON); none grants only the generic imports.
     #[arg(long, env = "PANDO_GRANTS", global = true, value_name = "FILE")]
     pub grants: Option<PathBuf>,

@@ -35,6 +35,7 @@ pub async fn conformance(global: &Global, args: &ConformanceArgs) -> Outcome {
             grants,
             config,
             kubernetes: client,
+            expected_digest: global.digest.clone(),
             ..LoadOptions::default()
         },
     };

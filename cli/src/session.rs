@@ -91,6 +91,7 @@ pub async fn load(global: &Global) -> Outcome<Adapter> {
         grants,
         config,
         kubernetes: client,
+        expected_digest: global.digest.clone(),
         ..LoadOptions::default()
     };
     let host = host(global)?;

@@ -446,3 +446,28 @@ fn capacity_text_shows_totals_and_the_largest_fit() {
     );
     assert!(text.contains("largest fit: local"), "{text}");
 }
+
+/// `--digest` pins the component: another SHA-256 is refused before it is
+/// compiled (exit 2, both digests named); the right one, in either spelling,
+/// loads.
+#[test]
+fn a_pinned_digest_refuses_other_bytes_and_loads_its_own() {
+    use sha2::Digest as _;
+    let cli = Cli::new();
+    let bytes = std::fs::read(test_adapter()).expect("the test adapter");
+    let digest = hex::encode(sha2::Sha256::digest(&bytes));
+    let wrong = "0".repeat(64);
+    let o = cli.run(&["--digest", &wrong, "health"]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(err.contains(&digest) && err.contains(&wrong), "{err}");
+    assert!(err.contains("pinned"), "{err}");
+    let o = cli.run(&["--digest", &digest, "health"]);
+    assert_exit(&o, 0);
+    let o = cli.run(&[
+        "--digest",
+        &format!("sha256:{}", digest.to_uppercase()),
+        "health",
+    ]);
+    assert_exit(&o, 0);
+}

@@ -69,6 +69,20 @@ pub enum LoadError {
         /// The versions this host serves.
         served: String,
     },
+    /// The component's SHA-256 is not the one the caller pinned
+    /// ([`crate::LoadOptions::expected_digest`]); nothing was compiled.
+    #[error(
+        "{what} has SHA-256 {found}, not the {expected} it was pinned to: it is not the component \
+         that was approved; load the approved file, or pin the new digest once it is reviewed"
+    )]
+    DigestMismatch {
+        /// The component's name.
+        what: String,
+        /// The digest pinned.
+        expected: String,
+        /// The digest of the bytes given.
+        found: String,
+    },
     /// The component imports something the host does not lend, or that its
     /// grants do not allow.
     #[error("{what} imports `{import}`, {reason}")]

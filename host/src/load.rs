@@ -125,6 +125,11 @@ pub struct LoadOptions {
     /// (`resourceVersion=0`) may be answered from; one cache can serve every
     /// adapter loaded with the same client ([`crate::kubecache`]).
     pub kubernetes_cache: Option<std::sync::Arc<crate::kubecache::WatchCache>>,
+    /// The SHA-256 the component must have (hex, optionally `sha256:`
+    /// before it): a component whose bytes differ is refused before it is
+    /// compiled ([`LoadError::DigestMismatch`]). None loads whatever the
+    /// file holds.
+    pub expected_digest: Option<String>,
 }
 
 impl std::fmt::Debug for LoadOptions {
@@ -139,6 +144,7 @@ impl std::fmt::Debug for LoadOptions {
                 &self.kubernetes.as_ref().map(|_| "kube::Client"),
             )
             .field("kubernetes_cache", &self.kubernetes_cache.is_some())
+            .field("expected_digest", &self.expected_digest)
             .finish()
     }
 }
@@ -152,6 +158,7 @@ impl Default for LoadOptions {
             name: None,
             kubernetes: None,
             kubernetes_cache: None,
+            expected_digest: None,
         }
     }
 }
@@ -209,7 +216,14 @@ impl Host {
                 reason,
             });
         }
-        let prepared = self.prepare(what, bytes, Some(&options.grants)).await?;
+        let prepared = self
+            .prepare(
+                what,
+                bytes,
+                Some(&options.grants),
+                options.expected_digest.as_deref(),
+            )
+            .await?;
         let (mut first, info, identity, factory) = self.first_instance(&prepared, &options).await?;
 
         let cancel = CancellationToken::new();
@@ -266,7 +280,7 @@ impl Host {
         bytes: &[u8],
         grants: Option<&Grants>,
     ) -> Result<Inspection, LoadError> {
-        let prepared = self.prepare(what, bytes, grants).await?;
+        let prepared = self.prepare(what, bytes, grants, None).await?;
         let options = LoadOptions {
             grants: grants.cloned().unwrap_or_default(),
             ..LoadOptions::default()
@@ -296,9 +310,20 @@ impl Host {
         what: &str,
         bytes: &[u8],
         grants: Option<&Grants>,
+        expected_digest: Option<&str>,
     ) -> Result<Prepared, LoadError> {
         check::check_header(what, bytes)?;
         let digest = cache::digest(bytes);
+        if let Some(expected) = expected_digest {
+            let want = expected.strip_prefix("sha256:").unwrap_or(expected);
+            if !want.eq_ignore_ascii_case(&digest) {
+                return Err(LoadError::DigestMismatch {
+                    what: what.into(),
+                    expected: expected.into(),
+                    found: digest,
+                });
+            }
+        }
         let started = Instant::now();
         // Compiling takes hundreds of milliseconds of CPU: keep it off the
         // async workers.
