@@ -38,15 +38,17 @@ pub struct Global {
     /// The adapter's configuration (YAML or JSON), given to its `configure`.
     #[arg(long, env = "PANDO_CONFIG", global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The kubeconfig for the Kubernetes import (not available in this build yet).
-    #[arg(long, env = "KUBECONFIG", global = true, value_name = "FILE")]
+    /// The kubeconfig for the Kubernetes import. Without it, kubectl's
+    /// search: `KUBECONFIG` (a list of files, merged), `~/.kube/config`,
+    /// then the in-cluster service account.
+    #[arg(long, global = true, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context (not available in this build yet).
+    /// The kubeconfig context to use (default: its current context).
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
-    /// The call's deadline, in seconds (default: the adapter's own, 60 s;
-    /// none for `watch`, `logs -f` and `exec`).
-    #[arg(long, global = true, value_name = "SECS", value_parser = parse_timeout)]
+    /// The call's deadline: `90`, `90s`, `500ms`, `5m`, `1h` (default: the
+    /// adapter's own, 60 s; none for `watch`, `logs -f` and `exec`).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
     /// Output format.
     #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Format::Text)]
@@ -197,7 +199,7 @@ pub struct ConformanceArgs {
     pub image: Option<String>,
     /// How long to wait for the runtime to settle (a workload to run or
     /// exit, a deletion), in seconds (default 90).
-    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub settle: Option<Duration>,
 }
 
@@ -322,14 +324,28 @@ pub enum EdgeVerb {
     List,
 }
 
-fn parse_timeout(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s
+/// A duration: a number with an optional unit, `ms`, `s` (the default),
+/// `m` or `h`, as kubectl's `--request-timeout` reads them.
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let form = "write a number with an optional unit: `90`, `90s`, `500ms`, `5m`, `1h`";
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "m" => 60.0,
+        "h" => 3600.0,
+        other => return Err(format!("`{s}`: unknown unit `{other}`; {form}")),
+    };
+    let value: f64 = number
         .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+        .map_err(|_| format!("`{s}` is not a duration; {form}"))?;
+    let secs = value * scale;
     if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!(
-            "the timeout must be a positive number of seconds, not `{s}`"
-        ));
+        return Err(format!("the timeout must be positive, not `{s}`"));
     }
     Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}`: {e}"))
 }

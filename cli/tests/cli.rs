@@ -471,3 +471,64 @@ fn a_pinned_digest_refuses_other_bytes_and_loads_its_own() {
     ]);
     assert_exit(&o, 0);
 }
+
+/// `KUBECONFIG` may list several files, as kubectl reads it (the first
+/// file's current context is used): the call reaches the test cluster.
+#[test]
+fn kubeconfig_may_be_a_list_of_files() {
+    let root = repo_root();
+    let state = root.join("target/test-cluster");
+    let pando = state.join("pando.kubeconfig");
+    assert!(
+        pando.is_file(),
+        "{} is missing: start the test cluster with `scripts/cluster up`, and run the tests in \
+         its namespace (`scripts/cluster exec -- cargo test`)",
+        pando.display()
+    );
+    let probe = root.join("target/wasm32-wasip2/release/pando_kube_probe.wasm");
+    assert!(
+        probe.is_file(),
+        "build the components: scripts/build-components"
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let grants = dir.path().join("grants.yaml");
+    std::fs::write(
+        &grants,
+        "kubernetes:\n  rules:\n  - verbs: [get]\n    resources: [namespaces]\n    cluster: true\n    names: [\"pando-*\"]\n",
+    )
+    .expect("writing the grants");
+    let list = format!(
+        "{}:{}",
+        pando.display(),
+        state.join("admin.kubeconfig").display()
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_pando-host"))
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .args(["--adapter", &probe.to_string_lossy(), "--grants"])
+        .arg(&grants)
+        .args(["-o", "json", "observe", "pando-no-such-app"])
+        .env("KUBECONFIG", &list)
+        .env_remove("PANDO_ADAPTER")
+        .env_remove("PANDO_GRANTS")
+        .env_remove("PANDO_CONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 0);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON on stdout");
+    assert_eq!(json["exists"], false, "{json}");
+}
+
+#[test]
+fn durations_take_units_as_kubectl_writes_them() {
+    let cli = Cli::new();
+    for ok in ["30", "30s", "1.5s", "500ms", "2m", "1h"] {
+        let o = cli.run(&["--timeout", ok, "health"]);
+        assert_exit(&o, 0);
+    }
+    let o = cli.run(&["--timeout", "5 parsecs", "health"]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("unknown unit"), "{}", stderr(&o));
+}
