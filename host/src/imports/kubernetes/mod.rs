@@ -28,7 +28,7 @@ use crate::ratelimit::{ByteBudget, RateLimiter};
 
 pub(crate) use admission::denial_message;
 pub use exec::ExecSession;
-pub use requests::{RequestCounts, RequestKind, RequestCounter};
+pub use requests::{RequestCounter, RequestCounts, RequestKind};
 pub use watch::WatchStream;
 
 /// The largest response body handed to an adapter: a list bigger than this
