@@ -1,6 +1,9 @@
 //! `capacity` (R-243) and `largest-fit-for` (R-242): what the eligible
-//! nodes can hold, from one list of nodes and one list of pods (2
-//! requests, whatever the size of the cluster).
+//! nodes can hold, from one list of nodes, the pods read a page at a time
+//! ([`PAGE`]), and the configured RuntimeClass when there is one: a node is
+//! eligible only where app pods can be scheduled (its labels, the class's
+//! node selector, every `NoSchedule`/`NoExecute` taint tolerated by the
+//! class's tolerations, the only ones app pods carry).
 //!
 //! The arithmetic is pure ([`report`], [`largest_fit_for`]) and tested
 //! natively; [`read`] gathers its input.
@@ -8,7 +11,10 @@
 use std::collections::BTreeMap;
 
 use pando_adapter_sdk::error::ErrorExt;
-use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Node, Pod, ResourceRequirements};
+use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
+    Node, Pod, ResourceRequirements, Taint, Toleration,
+};
+use pando_adapter_sdk::kube::k8s_openapi::api::node::v1::RuntimeClass;
 use pando_adapter_sdk::kube::{Api, ListParams};
 use pando_adapter_sdk::types::{CapacityReport, Error, Fit, Resources};
 
@@ -128,10 +134,53 @@ pub fn largest_fit_for(nodes: &[NodeRoom], pods: &[PodLoad], bundle: &str) -> Op
     roomiest(nodes, pods, |p| p.bundle.as_deref() != Some(bundle))
 }
 
-/// Whether app pods may run on the node: Ready, schedulable, and carrying
-/// the configured `node_selector` labels. Taints are not read: app pods
-/// tolerate none, and a tainted node is usually also cordoned.
-pub fn eligible(node: &Node, selector: &NodeSelector) -> bool {
+/// How many pods one page of the cluster-wide pod list holds: a large
+/// cluster's pods never arrive in one body the guest must hold whole.
+pub const PAGE: u32 = 500;
+
+/// Where app pods are scheduled beyond `node_selector`, from the configured
+/// RuntimeClass (`scheduling`), which admission adds to each of them.
+#[derive(Clone, Debug, Default)]
+pub struct Scheduling {
+    /// The class's node selector.
+    pub node_selector: BTreeMap<String, String>,
+    /// The class's tolerations: app pods carry no others.
+    pub tolerations: Vec<Toleration>,
+}
+
+impl Scheduling {
+    /// The scheduling of RuntimeClass `class`.
+    pub fn of(class: &RuntimeClass) -> Scheduling {
+        let scheduling = class.scheduling.as_ref();
+        Scheduling {
+            node_selector: scheduling
+                .and_then(|s| s.node_selector.clone())
+                .unwrap_or_default(),
+            tolerations: scheduling
+                .and_then(|s| s.tolerations.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Whether `toleration` tolerates `taint`, as the scheduler matches them.
+fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+    let effect = toleration.effect.as_deref().unwrap_or("");
+    if !effect.is_empty() && effect != taint.effect {
+        return false;
+    }
+    let key = toleration.key.as_deref().unwrap_or("");
+    match toleration.operator.as_deref().unwrap_or("Equal") {
+        // An empty key with Exists tolerates every taint.
+        "Exists" => key.is_empty() || key == taint.key,
+        _ => key == taint.key && toleration.value.as_deref() == taint.value.as_deref(),
+    }
+}
+
+/// Whether app pods may run on the node: Ready, schedulable, carrying the
+/// configured `node_selector` labels and the RuntimeClass's, and with every
+/// taint that keeps pods off (`NoSchedule`, `NoExecute`) tolerated.
+pub fn eligible(node: &Node, selector: &NodeSelector, scheduling: &Scheduling) -> bool {
     let ready = node
         .status
         .as_ref()
@@ -142,13 +191,26 @@ pub fn eligible(node: &Node, selector: &NodeSelector) -> bool {
     let selected = selector
         .labels()
         .iter()
+        .chain(scheduling.node_selector.iter())
         .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
-    ready && schedulable && selected
+    let tolerated = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .all(|t| scheduling.tolerations.iter().any(|tol| tolerates(tol, t)));
+    ready && schedulable && selected && tolerated
 }
 
 /// A node's allocatable CPU and memory, when it is eligible.
-pub fn node_room(node: &Node, selector: &NodeSelector) -> Option<NodeRoom> {
-    if !eligible(node, selector) {
+pub fn node_room(
+    node: &Node,
+    selector: &NodeSelector,
+    scheduling: &Scheduling,
+) -> Option<NodeRoom> {
+    if !eligible(node, selector, scheduling) {
         return None;
     }
     let allocatable = node.status.as_ref()?.allocatable.as_ref()?;
@@ -241,25 +303,52 @@ pub fn pod_load(pod: &Pod) -> Option<PodLoad> {
     })
 }
 
-/// The eligible nodes and every unfinished pod's load: 2 requests (one
-/// node list, one cluster-wide pod list; Pando's role reads pods
-/// cluster-wide for this).
-pub fn read(selector: &NodeSelector) -> Result<(Vec<NodeRoom>, Vec<PodLoad>), Error> {
+/// The eligible nodes and every unfinished pod's load: one node list, the
+/// cluster-wide pod list a page at a time (Pando's role reads pods
+/// cluster-wide for this), and the RuntimeClass `runtime_class` names.
+pub fn read(
+    selector: &NodeSelector,
+    runtime_class: Option<&str>,
+) -> Result<(Vec<NodeRoom>, Vec<PodLoad>), Error> {
+    let scheduling = match runtime_class {
+        None => Scheduling::default(),
+        Some(name) => Api::<RuntimeClass>::all()
+            .get_opt(name)
+            .map_err(|e| Error::from(e).context(&format!("reading RuntimeClass `{name}`")))?
+            .map(|class| Scheduling::of(&class))
+            .ok_or_else(|| {
+                Error::Unavailable(format!(
+                    "RuntimeClass `{name}` (configuration field `runtime_class`) does not \
+                     exist: no node can run the apps"
+                ))
+            })?,
+    };
     let nodes = Api::<Node>::all()
         .list(&ListParams::default())
         .map_err(|e| Error::from(e).context("listing the nodes"))?;
     // Finished pods hold nothing; the server leaves them out.
-    let unfinished = ListParams::default().fields("status.phase!=Succeeded,status.phase!=Failed");
-    let pods = Api::<Pod>::all()
-        .list(&unfinished)
-        .map_err(|e| Error::from(e).context("listing the cluster's pods"))?;
+    let unfinished = ListParams::default()
+        .fields("status.phase!=Succeeded,status.phase!=Failed")
+        .limit(PAGE);
+    let mut loads = Vec::new();
+    let mut page = unfinished.clone();
+    loop {
+        let pods = Api::<Pod>::all()
+            .list(&page)
+            .map_err(|e| Error::from(e).context("listing the cluster's pods"))?;
+        loads.extend(pods.items.iter().filter_map(pod_load));
+        match pods.metadata.continue_.as_deref() {
+            Some(token) if !token.is_empty() => page = unfinished.clone().continue_token(token),
+            _ => break,
+        }
+    }
     Ok((
         nodes
             .items
             .iter()
-            .filter_map(|n| node_room(n, selector))
+            .filter_map(|n| node_room(n, selector, &scheduling))
             .collect(),
-        pods.items.iter().filter_map(pod_load).collect(),
+        loads,
     ))
 }
 
@@ -359,18 +448,82 @@ mod tests {
                 "conditions": [{"type": "Ready", "status": "True"}],
             },
         });
-        let room = node_room(&k8s_node(base.clone()), &selector).unwrap();
+        let none = Scheduling::default();
+        let room = node_room(&k8s_node(base.clone()), &selector, &none).unwrap();
         assert_eq!(t(&room.allocatable), (8000, 32 << 30));
         let mut cordoned = base.clone();
         cordoned["spec"] = serde_json::json!({"unschedulable": true});
-        assert!(!eligible(&k8s_node(cordoned), &selector));
+        assert!(!eligible(&k8s_node(cordoned), &selector, &none));
         let mut not_ready = base.clone();
         not_ready["status"]["conditions"][0]["status"] = "False".into();
-        assert!(!eligible(&k8s_node(not_ready), &selector));
+        assert!(!eligible(&k8s_node(not_ready), &selector, &none));
         let mut other_pool = base.clone();
         other_pool["metadata"]["labels"]["pando.dev/pool"] = "db".into();
-        assert!(!eligible(&k8s_node(other_pool.clone()), &selector));
-        assert!(eligible(&k8s_node(other_pool), &NodeSelector::default()));
+        assert!(!eligible(&k8s_node(other_pool.clone()), &selector, &none));
+        assert!(eligible(
+            &k8s_node(other_pool),
+            &NodeSelector::default(),
+            &none
+        ));
+    }
+
+    #[test]
+    fn r243_a_taint_the_app_pods_do_not_tolerate_keeps_the_node_out() {
+        let any = NodeSelector::default();
+        let tainted = k8s_node(serde_json::json!({
+            "metadata": {"name": "n", "labels": {"pando.test/node": "real"}},
+            "spec": {"taints": [
+                {"key": "pando.test/real-node", "value": "true", "effect": "NoSchedule"},
+                {"key": "soft", "effect": "PreferNoSchedule"},
+            ]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }));
+        assert!(
+            !eligible(&tainted, &any, &Scheduling::default()),
+            "app pods tolerate nothing of their own"
+        );
+        let class: RuntimeClass = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "pando-real-node"}, "handler": "runc",
+            "scheduling": {
+                "nodeSelector": {"pando.test/node": "real"},
+                "tolerations": [{"key": "pando.test/real-node", "operator": "Exists",
+                                 "effect": "NoSchedule"}],
+            },
+        }))
+        .unwrap();
+        let scheduling = Scheduling::of(&class);
+        assert!(
+            eligible(&tainted, &any, &scheduling),
+            "the class's toleration; PreferNoSchedule keeps no pod off"
+        );
+        let untainted_elsewhere = k8s_node(serde_json::json!({
+            "metadata": {"name": "m"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }));
+        assert!(
+            !eligible(&untainted_elsewhere, &any, &scheduling),
+            "the class's node selector"
+        );
+        let equal = |value: Option<&str>| Toleration {
+            key: Some("pando.test/real-node".into()),
+            operator: Some("Equal".into()),
+            value: value.map(Into::into),
+            effect: None,
+            ..Toleration::default()
+        };
+        let taint = Taint {
+            key: "pando.test/real-node".into(),
+            value: Some("true".into()),
+            effect: "NoExecute".into(),
+            ..Taint::default()
+        };
+        assert!(tolerates(&equal(Some("true")), &taint));
+        assert!(!tolerates(&equal(Some("false")), &taint));
+        let all = Toleration {
+            operator: Some("Exists".into()),
+            ..Toleration::default()
+        };
+        assert!(tolerates(&all, &taint), "an empty key with Exists");
     }
 
     #[test]

@@ -343,7 +343,10 @@ impl Adapter for KubernetesAdapter {
     /// and the roomiest node: [`capacity::report`], from
     /// 2 requests.
     fn capacity(&self) -> Result<pando_adapter_sdk::types::CapacityReport, Error> {
-        let (nodes, pods) = capacity::read(&self.config.node_selector)?;
+        let (nodes, pods) = capacity::read(
+            &self.config.node_selector,
+            self.config.runtime_class.as_deref(),
+        )?;
         Ok(capacity::report(&nodes, &pods))
     }
 
@@ -353,7 +356,10 @@ impl Adapter for KubernetesAdapter {
         &self,
         bundle: String,
     ) -> Result<Option<pando_adapter_sdk::types::Fit>, Error> {
-        let (nodes, pods) = capacity::read(&self.config.node_selector)?;
+        let (nodes, pods) = capacity::read(
+            &self.config.node_selector,
+            self.config.runtime_class.as_deref(),
+        )?;
         Ok(capacity::largest_fit_for(&nodes, &pods, &bundle))
     }
 

@@ -168,12 +168,16 @@ class Adapter(exports.Adapter):
 
     @boundary
     def capacity(self) -> types.CapacityReport:
-        nodes, pods = capacity_mod.read(_configured().node_selector)
+        nodes, pods = capacity_mod.read(
+            _configured().node_selector, _runtime_class(_configured())
+        )
         return capacity_mod.report(nodes, pods)
 
     @boundary
     def largest_fit_for(self, bundle: str) -> Optional[types.Fit]:
-        nodes, pods = capacity_mod.read(_configured().node_selector)
+        nodes, pods = capacity_mod.read(
+            _configured().node_selector, _runtime_class(_configured())
+        )
         return capacity_mod.largest_fit_for(nodes, pods, bundle)
 
     @boundary

@@ -546,3 +546,63 @@ async fn apply_deletes_the_workloads_the_plan_no_longer_has() {
     assert!(usage.workloads[0].used.is_none());
     cleanup(&a, &app).await;
 }
+
+#[tokio::test]
+async fn r243_a_node_tainted_against_app_pods_holds_no_capacity() {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Patch, PatchParams, PostParams};
+    use pando_tests::cluster;
+    let c = admin().await;
+    let nodes = Api::<Node>::all(c.clone());
+    let name = cluster::unique_name("kwok-tainted");
+    // A KWOK node (KWOK manages every node: it becomes Ready), found by a label of its own,
+    // tainted so that no pod without a toleration is scheduled there.
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name, "labels": { "pando.test/taint-test": name, "type": "kwok" },
+                      "annotations": { "kwok.x-k8s.io/node": "fake" } },
+        "spec": { "taints": [{ "key": "pando.test/dedicated", "value": "db", "effect": "NoSchedule" }] },
+        "status": { "allocatable": { "cpu": "8", "memory": "32Gi", "pods": "110" },
+                    "capacity": { "cpu": "8", "memory": "32Gi", "pods": "110" } },
+    }))
+    .expect("a node");
+    nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("creating a node");
+    let ready = || async {
+        nodes
+            .get(&name)
+            .await
+            .ok()
+            .and_then(|n| n.status?.conditions)
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    };
+    let deadline = tokio::time::Instant::now() + ka::WAIT;
+    while !ready().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the node never became Ready"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let config = format!(
+        r#"{{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17",
+        "node_selector": "pando.test/taint-test={name}"}}"#
+    );
+    let (a, _h) = ka::load_with(&config).await;
+    let tainted = a.capacity(&ctx()).await.expect("capacity");
+    // The taint gone, the same node counts: the control.
+    let untaint = serde_json::json!({ "spec": { "taints": null } });
+    nodes
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&untaint))
+        .await
+        .expect("removing the taint");
+    let untainted = a.capacity(&ctx()).await.expect("capacity");
+    let _ = nodes.delete(&name, &DeleteParams::default()).await;
+    assert_eq!(
+        (tainted.nodes, tainted.largest_fit.map(|f| f.node)),
+        (0, None),
+        "app pods tolerate no taint of their own: the tainted node is not eligible"
+    );
+    assert_eq!(untainted.nodes, 1, "without the taint it is");
+}

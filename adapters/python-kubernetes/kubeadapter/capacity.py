@@ -62,19 +62,53 @@ def pod_requests(pod: Json) -> types.Resources:
     return total
 
 
-def eligible(node: Json, selector: Dict[str, str]) -> bool:
+# Pods a page of the cluster-wide pod list holds, as the Rust adapter reads it.
+PAGE = 500
+
+
+def _tolerates(toleration: Json, taint: Json) -> bool:
+    """Whether `toleration` tolerates `taint`, as the scheduler matches them."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if (toleration.get("operator") or "Equal") == "Exists":
+        return not key or key == taint.get("key")
+    return key == taint.get("key") and toleration.get("value") == taint.get("value")
+
+
+def eligible(node: Json, selector: Dict[str, str], runtime_class: Optional[Json] = None) -> bool:
     """Whether app pods may run on the node: Ready, schedulable, carrying
-    the configured `node_selector` labels."""
+    the configured `node_selector` labels and the RuntimeClass's, and with
+    every NoSchedule or NoExecute taint tolerated by the class's
+    tolerations (app pods carry no others)."""
     conditions = (node.get("status") or {}).get("conditions") or []
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
     schedulable = (node.get("spec") or {}).get("unschedulable") is not True
     labels = kube.labels_of(node)
-    return ready and schedulable and all(labels.get(k) == v for k, v in selector.items())
+    scheduling = (runtime_class or {}).get("scheduling") or {}
+    wanted = dict(selector)
+    wanted.update(scheduling.get("nodeSelector") or {})
+    tolerations = scheduling.get("tolerations") or []
+    taints = [
+        t
+        for t in (node.get("spec") or {}).get("taints") or []
+        if t.get("effect") in ("NoSchedule", "NoExecute")
+    ]
+    tolerated = all(any(_tolerates(tol, t) for tol in tolerations) for t in taints)
+    return (
+        ready
+        and schedulable
+        and tolerated
+        and all(labels.get(k) == v for k, v in wanted.items())
+    )
 
 
-def node_room(node: Json, selector: Dict[str, str]) -> Optional[NodeRoom]:
+def node_room(
+    node: Json, selector: Dict[str, str], runtime_class: Optional[Json] = None
+) -> Optional[NodeRoom]:
     """A node's allocatable CPU and memory, when it is eligible."""
-    if not eligible(node, selector) or not kube.name_of(node):
+    if not eligible(node, selector, runtime_class) or not kube.name_of(node):
         return None
     allocatable = (node.get("status") or {}).get("allocatable")
     if allocatable is None:
@@ -104,8 +138,11 @@ def pod_load(pod: Json) -> Optional[PodLoad]:
     return PodLoad(node=node, requested=pod_requests(pod), bundle=bundle_of(pod))
 
 
-def read(selector: Dict[str, str]) -> Tuple[List[NodeRoom], List[PodLoad]]:
-    """The eligible nodes and every unfinished pod's load: 2 requests."""
+def read(
+    selector: Dict[str, str], runtime_class: Optional[Json] = None
+) -> Tuple[List[NodeRoom], List[PodLoad]]:
+    """The eligible nodes (for app pods under `runtime_class`, when given)
+    and every unfinished pod's load, the pods a page at a time."""
     try:
         nodes = kube.list_items("/api/v1/nodes")
     except Err as e:
@@ -113,11 +150,13 @@ def read(selector: Dict[str, str]) -> Tuple[List[NodeRoom], List[PodLoad]]:
     try:
         # Finished pods hold nothing; the server leaves them out.
         pods = kube.list_items(
-            "/api/v1/pods", field_selector="status.phase!=Succeeded,status.phase!=Failed"
+            "/api/v1/pods",
+            field_selector="status.phase!=Succeeded,status.phase!=Failed",
+            limit=PAGE,
         )
     except Err as e:
         raise errors.with_context(e, "listing the cluster's pods") from None
-    rooms = [r for r in (node_room(n, selector) for n in nodes) if r is not None]
+    rooms = [r for r in (node_room(n, selector, runtime_class) for n in nodes) if r is not None]
     loads = [load for load in (pod_load(p) for p in pods) if load is not None]
     return rooms, loads
 

@@ -169,9 +169,13 @@ def get_opt(path: str) -> Optional[Json]:
 
 
 def list_items(
-    path: str, label_selector: Optional[str] = None, field_selector: Optional[str] = None
+    path: str,
+    label_selector: Optional[str] = None,
+    field_selector: Optional[str] = None,
+    limit: Optional[int] = None,
 ) -> List[Json]:
-    """The items of the collection at `path`, all pages."""
+    """The items of the collection at `path`, all pages (of `limit` items
+    each when given)."""
     items: List[Json] = []
     token = ""
     while True:
@@ -180,6 +184,8 @@ def list_items(
             query.append(("labelSelector", label_selector))
         if field_selector:
             query.append(("fieldSelector", field_selector))
+        if limit:
+            query.append(("limit", str(limit)))
         if token:
             query.append(("continue", token))
         page = _checked(send("GET", path, query)).json()
