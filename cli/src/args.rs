@@ -63,6 +63,10 @@ pub struct Global {
     /// never needed, and what was denied (JSON) to FILE (`-`: stderr).
     #[arg(long, global = true, value_name = "FILE")]
     pub grants_report: Option<PathBuf>,
+    /// After the verb, write the host's metrics (OpenMetrics text: calls,
+    /// instances, denials, throttling, held bytes) to FILE (`-`: stderr).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
     /// Format of the host's own log lines on stderr (filtered by `RUST_LOG`,
     /// default `warn`).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]

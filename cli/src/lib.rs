@@ -103,6 +103,9 @@ async fn dispatch(cli: Cli) -> Outcome {
     if let Some(path) = &global.grants_report {
         write_grants_report(&call.adapter, path)?;
     }
+    if let Some(path) = &global.metrics {
+        write_out("the metrics", path, call.adapter.metrics())?;
+    }
     match result {
         Err(Failure::Call(e)) if call.cancel.is_cancelled() && e.kind() == "cancelled" => {
             eprintln!("cancelled");
@@ -110,6 +113,16 @@ async fn dispatch(cli: Cli) -> Outcome {
         }
         other => other,
     }
+}
+
+/// `text` to `path`, or to stderr for `-` (stdout is the verb's).
+fn write_out(what: &str, path: &std::path::Path, text: String) -> Outcome {
+    if path.as_os_str() == "-" {
+        eprint!("{text}");
+        return Ok(());
+    }
+    std::fs::write(path, text)
+        .map_err(|e| Failure::input(format!("writing {what} to {}: {e}", path.display())))
 }
 
 /// The grant usage report, after the verb ran (whatever its outcome).
@@ -120,16 +133,7 @@ fn write_grants_report(adapter: &pando_host::Adapter, path: &std::path::Path) ->
     };
     let json = serde_json::to_string_pretty(&report)
         .map_err(|e| Failure::input(format!("rendering the grants report: {e}")))?;
-    if path.as_os_str() == "-" {
-        eprintln!("{json}");
-    } else {
-        std::fs::write(path, json + "\n").map_err(|e| {
-            Failure::input(format!(
-                "writing the grants report to {}: {e}",
-                path.display()
-            ))
-        })?;
-    }
+    write_out("the grants report", path, json + "\n")?;
     Ok(())
 }
 

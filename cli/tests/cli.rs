@@ -532,3 +532,23 @@ fn durations_take_units_as_kubectl_writes_them() {
     assert_exit(&o, 2);
     assert!(stderr(&o).contains("unknown unit"), "{}", stderr(&o));
 }
+
+/// `--metrics -` writes the host's metrics to stderr after the verb,
+/// counting the call just made; stdout stays the verb's.
+#[test]
+fn metrics_after_a_call_count_it() {
+    let cli = Cli::new();
+    let o = cli.run(&["--metrics", "-", "-o", "json", "health"]);
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("pando_adapter_calls_total{")
+                && l.contains("method=\"health-check\"")
+                && l.contains("outcome=\"ok\"")
+                && l.ends_with(" 1")),
+        "{err}"
+    );
+    assert!(err.contains("# EOF"), "{err}");
+    assert!(!stdout(&o).contains("pando_"), "stdout is the verb's");
+}

@@ -34,6 +34,7 @@ pub mod imports;
 pub mod kubecache;
 pub mod limits;
 mod load;
+mod metrics;
 mod pool;
 pub mod ratelimit;
 mod runner;

@@ -35,6 +35,7 @@ struct HostInner {
     engine: Arc<SharedEngine>,
     cache: Option<CompileCache>,
     linker_v0_1: Linker<HostState>,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Builds a [`Host`].
@@ -100,6 +101,7 @@ impl HostBuilder {
                 engine,
                 cache,
                 linker_v0_1,
+                metrics: crate::metrics::Metrics::new(),
             }),
         })
     }
@@ -174,6 +176,16 @@ struct Prepared {
 }
 
 impl Host {
+    /// Every adapter this host has loaded, and the watch-fed caches they
+    /// read through, as metrics in the OpenMetrics text format: calls by
+    /// method and outcome with their latency, instances, quarantine, held
+    /// bytes and streams against their limits, Kubernetes denials, limit
+    /// refusals and throttling, the cache's objects, bytes and age
+    /// (docs/operations.md). Adapters dropped since are left out.
+    pub fn metrics(&self) -> String {
+        self.inner.metrics.encode()
+    }
+
     /// A builder with the defaults.
     pub fn builder() -> HostBuilder {
         HostBuilder::default()
@@ -268,6 +280,7 @@ impl Host {
             limits: options.limits,
             grants: options.grants,
             pool,
+            metrics: Arc::clone(&self.inner.metrics),
         }))
     }
 

@@ -7,6 +7,7 @@
 //! instead. Long-running calls (watch, exec) take a fresh instance of their
 //! own from a separate budget, so they cannot starve ordinary calls.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -192,6 +193,10 @@ pub(crate) struct Pool {
     idle: Mutex<Vec<Box<Instance>>>,
     permits: Arc<Semaphore>,
     long_permits: Arc<Semaphore>,
+    /// Instances made for calls (the load's first one not counted) and
+    /// dropped rather than pooled, since the load: for the metrics.
+    pub(crate) made: AtomicU64,
+    pub(crate) discarded: AtomicU64,
 }
 
 /// Which of an adapter's instance budgets a call draws on.
@@ -232,6 +237,8 @@ impl Pool {
             factory,
             permits,
             long_permits,
+            made: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
         })
     }
 
@@ -286,7 +293,11 @@ impl Pool {
         };
         let instance = match idle {
             Some(i) => i,
-            None => Box::new(self.factory.create(deadline, cancel).await?),
+            None => {
+                let made = self.factory.create(deadline, cancel).await?;
+                self.made.fetch_add(1, Ordering::Relaxed);
+                Box::new(made)
+            }
         };
         Ok(Lease {
             instance: Some(instance),
@@ -382,11 +393,14 @@ impl Drop for Lease {
                     "a call's future was dropped mid-call; its instance is discarded"
                 );
             }
+            self.pool.discarded.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < limits.max_idle as usize {
             idle.push(inst);
+        } else {
+            self.pool.discarded.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

@@ -7,6 +7,7 @@
 //! whose wait would end after the call's deadline instead of waiting for it.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A token bucket refilled at `qps`, holding at most `burst`.
@@ -15,6 +16,10 @@ pub struct RateLimiter {
     qps: f64,
     burst: f64,
     state: Mutex<Bucket>,
+    /// Acquisitions that had to wait, and how long they waited in all
+    /// (microseconds): for the metrics.
+    waited: AtomicU64,
+    wait_us: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -38,7 +43,17 @@ impl RateLimiter {
                 tokens: burst,
                 last: Instant::now(),
             }),
+            waited: AtomicU64::new(0),
+            wait_us: AtomicU64::new(0),
         }
+    }
+
+    /// Acquisitions that waited so far, and their total wait.
+    pub fn throttled(&self) -> (u64, Duration) {
+        (
+            self.waited.load(Ordering::Relaxed),
+            Duration::from_micros(self.wait_us.load(Ordering::Relaxed)),
+        )
     }
 
     /// Takes one token now, or says how long until one is there.
@@ -65,10 +80,22 @@ impl RateLimiter {
     /// Waits for a token; how long it waited.
     pub async fn acquire(&self) -> Duration {
         let started = Instant::now();
+        let mut waited = false;
         loop {
             match self.try_take(Instant::now()) {
-                Ok(()) => return started.elapsed(),
-                Err(wait) => tokio::time::sleep(wait).await,
+                Ok(()) => {
+                    let took = started.elapsed();
+                    if waited {
+                        self.waited.fetch_add(1, Ordering::Relaxed);
+                        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+                        self.wait_us.fetch_add(us, Ordering::Relaxed);
+                    }
+                    return took;
+                }
+                Err(wait) => {
+                    waited = true;
+                    tokio::time::sleep(wait).await;
+                }
             }
         }
     }

@@ -49,7 +49,7 @@ impl Adapter {
         async move {
             let started = Instant::now();
             let result = body.await;
-            self.finish(&result, started);
+            self.finish(method, &result, started);
             result
         }
         .instrument(span)
@@ -158,10 +158,17 @@ impl Adapter {
     }
 
     /// Records a call's outcome in its span and in the fault record.
-    fn finish<R>(&self, result: &Result<R, CallError>, started: Instant) {
+    fn finish<R>(&self, method: &str, result: &Result<R, CallError>, started: Instant) {
         self.inner.breaker.record(&self.inner.identity.name, result);
+        let took = started.elapsed();
+        self.inner.metrics.record_call(
+            &self.inner.identity.name,
+            method,
+            result.as_ref().map(|_| ()),
+            took,
+        );
         let span = tracing::Span::current();
-        span.record("duration_us", started.elapsed().as_micros() as u64);
+        span.record("duration_us", took.as_micros() as u64);
         match result {
             Ok(_) => span.record("outcome", "ok"),
             Err(e) => span.record("outcome", e.kind()),

@@ -53,6 +53,8 @@ pub(crate) struct AdapterInner {
     pub(crate) grants: crate::grants::Grants,
     pub(crate) pool: Arc<Pool>,
     pub(crate) breaker: crate::breaker::Breaker,
+    /// The host's metrics, which count this adapter's calls.
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// A loaded, configured adapter. Cheap to clone; clones share the instance
@@ -73,9 +75,15 @@ impl std::fmt::Debug for Adapter {
 
 impl Adapter {
     pub(crate) fn new(inner: AdapterInner) -> Self {
-        Adapter {
-            inner: Arc::new(inner),
-        }
+        let inner = Arc::new(inner);
+        inner.metrics.register(&inner);
+        Adapter { inner }
+    }
+
+    /// The metrics of the host that loaded this adapter, every adapter it
+    /// holds included, as OpenMetrics text ([`crate::Host::metrics`]).
+    pub fn metrics(&self) -> String {
+        self.inner.metrics.encode()
     }
 
     /// The name it is known by in logs.

@@ -1,0 +1,381 @@
+//! The host's metrics in the OpenMetrics text format (`prometheus-client`),
+//! per adapter: calls by method and outcome with their latency, instances,
+//! quarantine, what the host holds against its budget, Kubernetes denials,
+//! limit refusals and throttling, and the watch-fed cache.
+//!
+//! Calls are counted as they end; everything else is read from the
+//! adapters' own state when the metrics are encoded, so a scrape costs
+//! nothing between scrapes and no count can drift from what the usage
+//! report and `Adapter`'s accessors say. docs/operations.md says what each
+//! metric means and which to alert on.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::adapter::AdapterInner;
+use crate::error::CallError;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    adapter: String,
+    method: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabels {
+    adapter: String,
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AdapterLabels {
+    adapter: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DenialLabels {
+    adapter: String,
+    verb: String,
+    resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabels {
+    adapter: String,
+    rule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LimitLabels {
+    adapter: String,
+    limit: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabels {
+    kind: String,
+}
+
+type Seconds = Gauge<f64, std::sync::atomic::AtomicU64>;
+type SecondsTotal = Counter<f64, std::sync::atomic::AtomicU64>;
+
+fn histogram() -> Histogram {
+    // 50 µs to about 3 minutes: an `upstream` call to a long apply.
+    Histogram::new(exponential_buckets(50e-6, 3.0, 14))
+}
+
+/// One host's metrics.
+pub(crate) struct Metrics {
+    calls: Family<CallLabels, Counter>,
+    durations: Family<MethodLabels, Histogram, fn() -> Histogram>,
+    adapters: Mutex<Vec<Weak<AdapterInner>>>,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Metrics {
+            calls: Family::default(),
+            durations: Family::new_with_constructor(histogram),
+            adapters: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Counts a loaded adapter in from now on (until it is dropped).
+    pub(crate) fn register(&self, adapter: &Arc<AdapterInner>) {
+        let mut adapters = self.adapters.lock().unwrap_or_else(|p| p.into_inner());
+        adapters.retain(|a| a.strong_count() > 0);
+        adapters.push(Arc::downgrade(adapter));
+    }
+
+    /// Records one call's end.
+    pub(crate) fn record_call(
+        &self,
+        adapter: &str,
+        method: &str,
+        result: Result<(), &CallError>,
+        took: Duration,
+    ) {
+        let outcome = match result {
+            Ok(()) => "ok",
+            Err(e) => e.kind(),
+        };
+        self.calls
+            .get_or_create(&CallLabels {
+                adapter: adapter.into(),
+                method: method.into(),
+                outcome: outcome.into(),
+            })
+            .inc();
+        self.durations
+            .get_or_create(&MethodLabels {
+                adapter: adapter.into(),
+                method: method.into(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Every metric now, as OpenMetrics text (ending `# EOF`).
+    pub(crate) fn encode(&self) -> String {
+        let adapters: Vec<Arc<AdapterInner>> = self
+            .adapters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let mut registry = Registry::with_prefix("pando");
+        registry.register(
+            "adapter_calls",
+            "Calls into adapters, by method and outcome (`ok` or the error's kind)",
+            self.calls.clone(),
+        );
+        registry.register(
+            "adapter_call_duration_seconds",
+            "How long calls took, lease and queueing included",
+            self.durations.clone(),
+        );
+        State::read(&adapters).register(&mut registry);
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+        out
+    }
+}
+
+/// The families read from the adapters at encode time.
+#[derive(Default)]
+struct State {
+    idle: Family<AdapterLabels, Gauge>,
+    made: Family<AdapterLabels, Counter>,
+    discarded: Family<AdapterLabels, Counter>,
+    quarantined: Family<AdapterLabels, Gauge>,
+    held_bytes: Family<AdapterLabels, Gauge>,
+    held_bytes_limit: Family<AdapterLabels, Gauge>,
+    held_streams: Family<AdapterLabels, Gauge>,
+    held_streams_limit: Family<AdapterLabels, Gauge>,
+    denied: Family<DenialLabels, Counter>,
+    rule_uses: Family<RuleLabels, Counter>,
+    refusals: Family<LimitLabels, Counter>,
+    throttled: Family<AdapterLabels, Counter>,
+    throttle_wait: Family<AdapterLabels, SecondsTotal>,
+    cache_objects: Family<StoreLabels, Gauge>,
+    cache_bytes: Family<StoreLabels, Gauge>,
+    cache_age: Family<StoreLabels, Seconds>,
+    cache_serving: Family<StoreLabels, Gauge>,
+    cache_over_budget: Family<StoreLabels, Gauge>,
+    cache_budget: Gauge,
+}
+
+/// Sets a gauge from a count (saturating: gauges are signed).
+fn set(g: &Gauge, n: impl TryInto<i64>) {
+    g.set(n.try_into().unwrap_or(i64::MAX));
+}
+
+impl State {
+    fn read(adapters: &[Arc<AdapterInner>]) -> State {
+        let s = State::default();
+        let mut caches: Vec<Arc<crate::kubecache::WatchCache>> = Vec::new();
+        for a in adapters {
+            let name = AdapterLabels {
+                adapter: a.identity.name.clone(),
+            };
+            let pool = &a.pool;
+            set(&s.idle.get_or_create(&name), pool.idle_count());
+            s.made
+                .get_or_create(&name)
+                .inc_by(pool.made.load(std::sync::atomic::Ordering::Relaxed));
+            s.discarded
+                .get_or_create(&name)
+                .inc_by(pool.discarded.load(std::sync::atomic::Ordering::Relaxed));
+            set(
+                &s.quarantined.get_or_create(&name),
+                i64::from(a.breaker.quarantine().is_some()),
+            );
+            let held = pool.factory.held_budget.usage();
+            set(&s.held_bytes.get_or_create(&name), held.bytes);
+            set(
+                &s.held_bytes_limit.get_or_create(&name),
+                a.limits.stream_buffer_bytes,
+            );
+            set(&s.held_streams.get_or_create(&name), held.streams);
+            set(
+                &s.held_streams_limit.get_or_create(&name),
+                a.limits.max_streams,
+            );
+            let limit = |limit: &str, n: u64| {
+                if n > 0 {
+                    s.refusals
+                        .get_or_create(&LimitLabels {
+                            adapter: name.adapter.clone(),
+                            limit: limit.into(),
+                        })
+                        .inc_by(n);
+                }
+            };
+            limit("limits.max_streams", held.refused_streams);
+            limit("limits.stream_buffer_bytes", held.refused_bytes);
+            let (Some(kube), Some(grants)) = (&pool.factory.kubernetes, &a.grants.kubernetes)
+            else {
+                continue;
+            };
+            let report = kube.usage().report(grants);
+            for d in &report.denials {
+                s.denied
+                    .get_or_create(&DenialLabels {
+                        adapter: name.adapter.clone(),
+                        verb: d.verb.to_string(),
+                        resource: d.resource.clone(),
+                    })
+                    .inc_by(d.count);
+            }
+            for r in &report.rules {
+                s.rule_uses
+                    .get_or_create(&RuleLabels {
+                        adapter: name.adapter.clone(),
+                        rule: r.index.to_string(),
+                    })
+                    .inc_by(r.uses);
+            }
+            for r in &report.limit_refusals {
+                limit(&r.limit, r.count);
+            }
+            let (waited, wait) = kube.limiter.throttled();
+            s.throttled.get_or_create(&name).inc_by(waited);
+            s.throttle_wait
+                .get_or_create(&name)
+                .inc_by(wait.as_secs_f64());
+            if let Some(cache) = &kube.cache
+                && !caches.iter().any(|c| Arc::ptr_eq(c, cache))
+            {
+                caches.push(Arc::clone(cache));
+            }
+        }
+        for cache in caches {
+            let status = cache.status();
+            set(&s.cache_budget, status.max_bytes);
+            for store in status.stores {
+                let kind = StoreLabels { kind: store.kind };
+                set(&s.cache_objects.get_or_create(&kind), store.objects);
+                set(&s.cache_bytes.get_or_create(&kind), store.bytes);
+                s.cache_age
+                    .get_or_create(&kind)
+                    .set(store.age_ms as f64 / 1e3);
+                set(
+                    &s.cache_serving.get_or_create(&kind),
+                    i64::from(store.synced),
+                );
+                set(
+                    &s.cache_over_budget.get_or_create(&kind),
+                    i64::from(store.over_budget),
+                );
+            }
+        }
+        s
+    }
+
+    fn register(self, r: &mut Registry) {
+        r.register(
+            "adapter_instances_idle",
+            "Configured instances idle in the pool",
+            self.idle,
+        );
+        r.register(
+            "adapter_instances_made",
+            "Instances made for calls since the load (the load's own not counted)",
+            self.made,
+        );
+        r.register(
+            "adapter_instances_discarded",
+            "Instances dropped rather than pooled: faulted, cut mid-call, holding streams, past their quota, or over max_idle",
+            self.discarded,
+        );
+        r.register(
+            "adapter_quarantined",
+            "1 while the adapter is quarantined after repeated faults",
+            self.quarantined,
+        );
+        r.register(
+            "adapter_held_bytes",
+            "Bytes the host holds for the adapter in stream buffers",
+            self.held_bytes,
+        );
+        r.register(
+            "adapter_held_bytes_limit",
+            "limits.stream_buffer_bytes",
+            self.held_bytes_limit,
+        );
+        r.register(
+            "adapter_held_streams",
+            "Streams and sessions the adapter has open",
+            self.held_streams,
+        );
+        r.register(
+            "adapter_held_streams_limit",
+            "limits.max_streams",
+            self.held_streams_limit,
+        );
+        r.register(
+            "kubernetes_requests_denied",
+            "Kubernetes requests the grants denied, by verb and resource",
+            self.denied,
+        );
+        r.register(
+            "kubernetes_grant_rule_uses",
+            "Requests each grant rule allowed, by the rule's index in the grants",
+            self.rule_uses,
+        );
+        r.register(
+            "adapter_limit_refusals",
+            "Requests and streams a host limit refused, by the limit's field",
+            self.refusals,
+        );
+        r.register(
+            "kubernetes_throttled_requests",
+            "Kubernetes requests that waited for the rate budget",
+            self.throttled,
+        );
+        r.register(
+            "kubernetes_throttle_wait_seconds",
+            "Time Kubernetes requests spent waiting for the rate budget, in all",
+            self.throttle_wait,
+        );
+        r.register(
+            "cache_objects",
+            "Objects the watch-fed cache holds",
+            self.cache_objects,
+        );
+        r.register(
+            "cache_bytes",
+            "Bytes the watch-fed cache holds, as counted against its budget",
+            self.cache_bytes,
+        );
+        r.register(
+            "cache_age_seconds",
+            "Seconds since the store last heard from the API server",
+            self.cache_age,
+        );
+        r.register(
+            "cache_serving",
+            "1 while the store answers reads (listed, watching, within its budget)",
+            self.cache_serving,
+        );
+        r.register(
+            "cache_over_budget",
+            "1 while the store is emptied for being over the cache's budget",
+            self.cache_over_budget,
+        );
+        r.register(
+            "cache_bytes_limit",
+            "CacheOptions::max_bytes",
+            self.cache_budget,
+        );
+    }
+}
