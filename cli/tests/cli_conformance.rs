@@ -1,7 +1,7 @@
 //! `pando-host conformance`, run as an operator runs it, against the test
 //! adapter component (no runtime: only the cases that need none are
 //! selected, and `misbehave` makes one fail on purpose). The suite against
-//! a real runtime is `tests/tests/conformance.rs`.
+//! a real runtime is `tests/tests/all/conformance.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -110,7 +110,7 @@ in_test_range() {
 
 # Checks, from inside the namespace, that its routes reach nothing but loopback and 198.18.0.0/15:
 # no default route, nothing routed through another interface. Prints each route that breaks the
-# rule. (tests/tests/control_plane.rs asserts the same from a test process, and that a connect to
+# rule. (tests/tests/all/control_plane.rs asserts the same from a test process, and that a connect to
 # an address off the machine fails with "network unreachable".)
 netns_check_routes() {
   local bad=0 line type dst dev

@@ -3,6 +3,11 @@
 
 use std::io::Write;
 
+/// Held by every test that measures this process's memory or descriptors
+/// (`tests/tests/process/`): they run one at a time, so one's allocations
+/// never count in another's peak.
+pub static MEASURING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A field of `/proc/self/status`, in bytes (`VmRSS`, `VmHWM`).
 pub fn status_bytes(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");

@@ -63,6 +63,7 @@ fn holdings(location: &str) -> (u64, u64, String) {
 
 #[tokio::test]
 async fn watches_past_max_streams_are_denied_naming_the_limit() {
+    let _measuring = pando_tests::memory::MEASURING.lock().await;
     let (a, _h1) = probe_with(Limits {
         max_streams: 16,
         ..Limits::default()
@@ -355,44 +356,6 @@ async fn two_hundred_pv_reads_at_qps_1_reach_the_api_server_at_its_rate() {
         "the API server answered {seen} PV GETs in 6 s at qps 1"
     );
     eprintln!("200 PV reads at qps 1 for 6 s: the API server saw {seen}");
-}
-
-/// A 32 MiB path and 100,000 denials: the audit trail stays small. Paths
-/// and errors are clipped to 1 KiB; the same refusal in a row is written at
-/// its 1st, 2nd, 4th … time with its count.
-#[tokio::test]
-async fn a_huge_path_and_a_hundred_thousand_denials_leave_a_small_audit_trail() {
-    pando_tests::kubernetes_adapter::install_audit_counter();
-    let name = cluster::unique_name("audit-flood");
-    // A budget that never binds: this is about the trail, not the rate.
-    let text = probe::GRANTS.replace(
-        "rate: {qps: 50, burst: 50}",
-        "rate: {qps: 1000000, burst: 1000000}",
-    );
-    let (a, _h) = load_probe(LoadOptions {
-        name: Some(name.clone()),
-        grants: Grants::from_text("test grants", &text).expect("grants"),
-        kubernetes: Some(pando_client().await),
-        ..LoadOptions::default()
-    })
-    .await;
-    let got = a
-        .apply(
-            &CallContext::default().with_timeout(Duration::from_secs(120)),
-            &plans::plan(&format!("deny-flood:100000:{}", 32 << 20), &[]),
-        )
-        .await
-        .expect("the flood runs")
-        .location;
-    assert_eq!(got, "100000", "every one denied");
-    let (events, bytes) = pando_tests::kubernetes_adapter::audit_volume(&name);
-    eprintln!("32 MiB path + 100,000 denials: {events} audit events, {bytes} bytes");
-    // The long path's one event, and 1, 2, 4 … 65,536 of the 100,000.
-    assert!(events <= 20, "{events} audit events");
-    assert!(bytes < 32 << 10, "{bytes} bytes of audit");
-    let report = a.grant_report().expect("a report");
-    let counted: u64 = report.denials.iter().map(|d| d.count).sum();
-    assert!(counted >= 100_000, "every denial counted: {counted}");
 }
 
 /// Logs and exec sessions the guest opens count against

@@ -14,9 +14,6 @@ use pando_tests::memory::{mib, open_fds, peak, reset_peak, rss};
 use pando_tests::plans::{bundle, plan};
 use pando_tests::{components, probe};
 
-/// One test at a time: they measure the process's memory.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 const MIB: u64 = 1 << 20;
 
 /// The most the process's memory may grow during a test beyond what the
@@ -49,7 +46,7 @@ async fn probe_nowhere() -> (Adapter, Host) {
 
 #[tokio::test]
 async fn a_huge_body_is_refused_before_the_host_parses_it() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let (a, _h) = probe_nowhere().await;
     // Warm up: the instance, its first memory growth, the runtime.
     let small = probe::op(&a, "huge-body:1000").await.expect("the op runs");
@@ -133,7 +130,7 @@ async fn count(a: &Adapter) -> u64 {
 /// larger than it traps naming the limit, well within the guest's memory.
 #[tokio::test]
 async fn a_value_over_hostcall_bytes_traps_naming_the_limit() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let (a, _c) = test_adapter(Limits {
         hostcall_bytes: 8 * MIB,
         quarantine_after: 1000,
@@ -225,7 +222,7 @@ async fn apply(a: &Adapter, id: &str) -> Result<String, CallError> {
 /// dropped, and a neighbour adapter goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn from_bytes_past_the_budget_fails_typed_and_memory_stays_bounded() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let (a, _c1) = test_adapter(Limits::default()).await;
     let (neighbour, _c2) = test_adapter(Limits::default()).await;
     assert_eq!(count(&a).await, 1);
@@ -277,7 +274,7 @@ async fn from_bytes_past_the_budget_fails_typed_and_memory_stays_bounded() {
 /// one: the instance is discarded, and what it held is given back.
 #[tokio::test]
 async fn streams_kept_past_the_call_discard_their_instance() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let (a, _c) = test_adapter(Limits::default()).await;
     assert_eq!(count(&a).await, 1);
     let got = apply(&a, "keep-from-bytes-4-1024").await.expect("returns");
@@ -291,7 +288,7 @@ async fn streams_kept_past_the_call_discard_their_instance() {
 /// naming the limit; no descriptor is spent; all is given back.
 #[tokio::test]
 async fn pipes_past_max_streams_fail_typed() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let limits = Limits {
         max_streams: 64,
         ..Limits::default()
@@ -313,7 +310,7 @@ async fn pipes_past_max_streams_fail_typed() {
 /// at once trap naming the limit, and the next call gets a fresh instance.
 #[tokio::test]
 async fn handles_past_max_handles_trap_naming_the_limit() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let (a, _c) = test_adapter(Limits {
         max_handles: 64,
         quarantine_after: 1000,

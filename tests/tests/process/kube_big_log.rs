@@ -1,5 +1,6 @@
-//! A 64 MiB log streamed through the host with memory bounded. Alone in its
-//! test binary, so the resident-memory reading is this test's own.
+//! A 64 MiB log streamed through the host with memory bounded. In the
+//! process-owning binary, holding `memory::MEASURING`, so the resident-memory
+//! reading is this test's own.
 
 use pando_host::types::LogOptions;
 use pando_tests::plans::wref;
@@ -23,6 +24,7 @@ fn resident_bytes() -> u64 {
 
 #[tokio::test]
 async fn a_64_mib_log_streams_with_bounded_memory() {
+    let _measuring = pando_tests::memory::MEASURING.lock().await;
     let (a, _c) = probe::load(GRANTS).await;
     let ns = probe::app_namespace("biglog").await;
     probe::running_pod(&ns.name, "chatty", BIG_LOG_CONTAINER).await;

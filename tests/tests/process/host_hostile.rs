@@ -18,9 +18,6 @@ use pando_tests::components;
 use pando_tests::plans::{bundle, plan, wref};
 use tokio::sync::mpsc;
 
-/// One test at a time: they measure the process's memory.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 const MIB: u64 = 1 << 20;
 
 /// A host and its compile cache (kept alive as long as the host is used).
@@ -168,7 +165,7 @@ fn install_subscriber() {
 /// more than the limit and some slack. The next call works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_return_values_cost_a_typed_error_and_bounded_memory() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let limit = 64 * MIB;
     let (host, _cache) = host();
     let a = load(
@@ -302,7 +299,7 @@ fn budget_bound(limits: &Limits, window: Duration) -> u64 {
 /// with normal latency all along.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_flood_is_stopped_at_its_deadline_and_the_neighbour_keeps_answering() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     install_subscriber();
     let (host, _cache) = host();
     let limits = Limits {
@@ -479,7 +476,7 @@ fn log_options() -> LogOptions {
 /// with it the writing end: core's stream ends instead of hanging.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_stream_the_guest_holds_open_ends_with_its_instance() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let (host, _cache) = host();
     let a = load(&host, "holder", "", Limits::default()).await;
     let mut stream = a
@@ -507,7 +504,7 @@ async fn a_log_stream_the_guest_holds_open_ends_with_its_instance() {
 /// stdout and frees its instance and budget.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_that_never_ends_is_bounded_by_its_deadline() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let (host, _cache) = host();
     let a = load(
         &host,
@@ -586,7 +583,7 @@ async fn a_session_that_never_ends_is_bounded_by_its_deadline() {
 /// a typed error, the output is closed, and the next call works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn output_streams_never_written_end_at_the_deadline() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let (host, _cache) = host();
     let a = load(&host, "silent", "", Limits::default()).await;
     let volume = VolumeHandle {
@@ -698,7 +695,7 @@ async fn open_watch(
 /// cancelled the budget is whole again and ordinary calls never noticed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_watches_beyond_the_budget_fail_typed_and_the_budget_recovers() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     const BUDGET: usize = 16;
     const BEYOND: usize = 2000;
     let (host, _cache) = host();
@@ -902,7 +899,7 @@ fn panicked_on_a_fresh_instance(err: &CallError, expected_method: &str) {
 /// count), and a healthy adapter of the same host works throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_in_every_export_is_a_trap_each_time_on_a_fresh_instance() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let (host, _cache) = host();
     let bad = load(
         &host,
@@ -981,7 +978,7 @@ async fn a_panic_in_every_export_is_a_trap_each_time_on_a_fresh_instance() {
 /// adapter's quarantine, and its pooled instance serves on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn running_out_of_engine_slots_is_not_the_adapters_fault() {
-    let _serial = SERIAL.lock().await;
+    let _serial = pando_tests::memory::MEASURING.lock().await;
     let cache = tempfile::tempdir().expect("tempdir");
     let host = Host::builder()
         .cache_dir(cache.path())
