@@ -28,13 +28,12 @@ async fn a_fresh_process_loads_from_the_cache() {
     assert_eq!(load_with_cache(dir.path()).await, CacheOutcome::Compiled);
     // Run the child test below in a new process of this test binary.
     let exe = std::env::current_exe().expect("current exe");
+    // The test's name within its binary: this module's path, less the
+    // binary's own name.
+    let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
+    let child = format!("{module}::child_loads_from_cache");
     let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "child_loads_from_cache",
-            "--ignored",
-            "--nocapture",
-        ])
+        .args(["--exact", &child, "--ignored", "--nocapture"])
         .env(CHILD_ENV, dir.path())
         .output()
         .expect("child runs");
