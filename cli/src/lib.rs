@@ -51,8 +51,14 @@ pub fn main() -> ExitCode {
 /// Log lines on stderr, filtered by `RUST_LOG` (default `warn`).
 fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    // A span's close is the one event a call makes by itself (`adapter_call`
+    // with its method, outcome and duration): shown at `info`.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        // Colour only for a terminal: escape codes in a pipe or a file are
+        // noise to every reader but a terminal.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -60,15 +66,15 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-/// Prints a failure (JSON on stdout with `-o json`, else a line on stderr);
-/// its exit code.
+/// Prints a failure on stderr (one JSON line with `-o json`, else a line
+/// of text), so stdout holds only the verb's output; its exit code.
 fn report(format: Format, failure: Failure) -> ExitCode {
     if let Some(message) = failure.message() {
         if format == Format::Json {
             let doc = serde_json::json!({
                 "error": { "kind": failure.kind(), "message": message }
             });
-            println!("{doc}");
+            eprintln!("{doc}");
         } else {
             eprintln!("error: {message}");
         }

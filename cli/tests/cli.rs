@@ -104,6 +104,19 @@ fn json(o: &Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", stdout(o)))
 }
 
+/// The JSON error document `-o json` writes on stderr (its last line; log
+/// lines may come before it), with stdout left empty.
+fn json_error(o: &Output) -> serde_json::Value {
+    assert!(
+        o.stdout.is_empty(),
+        "an error writes nothing on stdout: {}",
+        stdout(o)
+    );
+    let err = stderr(o);
+    let line = err.lines().last().unwrap_or("");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("stderr ends in no JSON ({e}): {err}"))
+}
+
 #[test]
 fn inspect_json_names_the_kind_and_world() {
     let cli = Cli::new();
@@ -240,10 +253,10 @@ fn apply_of_a_plan_with_a_bad_field_names_the_file_and_field() {
         "{err}"
     );
 
-    // With -o json the error is a JSON object on stdout.
+    // With -o json the error is a JSON object on stderr; stdout stays empty.
     let o = cli.run(&["apply", file.to_str().expect("a UTF-8 path"), "-o", "json"]);
     assert_exit(&o, 2);
-    let v = json(&o);
+    let v = json_error(&o);
     assert_eq!(v["error"]["kind"], "input");
     let message = v["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("workloads[0].ports[0].protocol"), "{v}");
@@ -283,12 +296,12 @@ fn logs_of_bytes_1000_prints_exactly_1000_bytes() {
 }
 
 #[test]
-fn a_call_error_exits_1_and_is_json_with_o_json() {
+fn a_call_error_exits_1_and_is_json_on_stderr_with_o_json() {
     let cli = Cli::new();
     // More than the test adapter's 16 MiB: `invalid`.
     let o = cli.run(&["logs", "shop", "bytes-99999999999", "-o", "json"]);
     assert_exit(&o, 1);
-    let v = json(&o);
+    let v = json_error(&o);
     assert_eq!(v["error"]["kind"], "invalid", "{v}");
     assert!(v["error"]["message"].is_string(), "{v}");
 
@@ -551,4 +564,29 @@ fn metrics_after_a_call_count_it() {
     );
     assert!(err.contains("# EOF"), "{err}");
     assert!(!stdout(&o).contains("pando_"), "stdout is the verb's");
+}
+
+/// `RUST_LOG=info` shows each adapter call: its span's close, with the
+/// method and outcome; into a pipe, without colour escapes.
+#[test]
+fn rust_log_info_shows_each_adapter_call() {
+    let cli = Cli::new();
+    let o = cli
+        .command(&["health"])
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.lines().any(|l| l.contains("adapter_call")
+            && l.contains("method=\"health-check\"")
+            && l.contains("close")),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\u{1b}'),
+        "no escape codes into a pipe: {err:?}"
+    );
 }
