@@ -308,7 +308,11 @@ fn decide_all(k: &KubernetesGrants, requests: &[(Req, Option<String>)]) {
             (Decision::AllowIfClaimed { rule }, Some(i)) if is_pv && *rule == i => allowed += 1,
             (Decision::Deny(d), None) => {
                 denied += 1;
-                if !(is_pv && target.name.is_none()) {
+                if is_pv && target.name.is_none() {
+                    // Never granted: the proposal is a comment.
+                } else if d.missing_grant.starts_with("# none:") {
+                    assert!(d.message.contains("no grant can allow it"), "{d:?}");
+                } else {
                     assert!(d.message.contains(&d.missing_grant), "{d:?}");
                 }
                 missing_grant_allows(&d.missing_grant, verb, &target, body_name, is_pv);
@@ -342,8 +346,26 @@ fn missing_grant_allows(
         assert!(missing.starts_with('#'), "{missing}");
         return;
     }
-    let doc = format!("kubernetes:\n  rules:\n  {missing}\n");
     let spelling = target.grant_spelling();
+    if missing.starts_with("# none:") {
+        // A resource Kubernetes does not serve: no rule can name it, and the
+        // grants refuse one that tries.
+        let doc = format!(
+            "kubernetes:\n  rules:\n  - {{verbs: [get], resources: [{spelling}], cluster: true}}\n"
+        );
+        let e = Grants::from_text("unserved", &doc).expect_err(missing);
+        let e = e.to_string();
+        assert!(
+            e.contains("names no resource")
+                || e.contains("has no subresource")
+                || e.contains("is never granted")
+                || e.contains("without a group")
+                || e.contains("there is no API group"),
+            "{e}"
+        );
+        return;
+    }
+    let doc = format!("kubernetes:\n  rules:\n  {missing}\n");
     let unspellable =
         matches!(spelling.split('/').next(), Some("core" | "v1" | "api")) && spelling.contains('/');
     let grants = match Grants::from_text("missing", &doc) {

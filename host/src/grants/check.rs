@@ -174,6 +174,18 @@ impl Checker {
         scope: Scope<'_>,
         name: Option<&str>,
     ) -> Denial {
+        // A resource Kubernetes does not serve cannot be granted (the grants
+        // refuse it at load): say so rather than propose a rule.
+        if let Err(why) = super::known::check_target(
+            &target.group,
+            &target.resource,
+            target.subresource.as_deref(),
+        ) {
+            return Denial {
+                message: format!("{verb} {target} denied: no grant can allow it: {why}"),
+                missing_grant: format!("# none: {why}"),
+            };
+        }
         let missing_grant = match scope {
             Scope::Namespace(ns) => {
                 format!("- {{verbs: [{verb}], resources: [{spelling}], namespaces: [\"{ns}\"]}}")
@@ -575,6 +587,22 @@ kubernetes:
             Decision::Deny(d) => d,
             other => panic!("expected a denial, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_resource_kubernetes_does_not_serve_proposes_no_grant() {
+        // Found by the `grant_check` fuzz target: the denial proposed a rule
+        // the grants refuse at load.
+        let d = denial(decide(
+            Method::Post,
+            "/apis/rbac.authorization.k8s.io/v1/namespac",
+        ));
+        assert!(
+            d.missing_grant.starts_with("# none:"),
+            "{}",
+            d.missing_grant
+        );
+        assert!(d.message.contains("no grant can allow it"), "{}", d.message);
     }
 
     #[test]

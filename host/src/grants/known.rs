@@ -72,13 +72,32 @@ const KNOWN: &[(&str, &str, &[&str])] = &[
 /// checked group that names no resource or subresource of it, saying what
 /// was probably meant.
 pub(super) fn check(parts: &[&str]) -> Result<(), String> {
-    let (group, resource, sub) = match parts {
-        [resource] => ("", *resource, None),
-        [first, second] if is_group(first) => (*first, *second, None),
-        [resource, sub] => ("", *resource, Some(*sub)),
-        [group, resource, sub] => (*group, *resource, Some(*sub)),
-        _ => return Ok(()),
-    };
+    match parts {
+        [resource] => check_target("", resource, None),
+        [first, second] if is_group(first) => check_target(first, second, None),
+        [resource, sub] => check_target("", resource, Some(sub)),
+        [group, resource, sub] => check_target(group, resource, Some(sub)),
+        _ => Ok(()),
+    }
+}
+
+/// As [`check`], for a request's group (empty for the core group),
+/// resource and subresource, already told apart by its path.
+pub(super) fn check_target(group: &str, resource: &str, sub: Option<&str>) -> Result<(), String> {
+    let parts: Vec<&str> = [group, resource]
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .chain(sub)
+        .collect();
+    if !group.is_empty() && !is_group(group) {
+        // Custom resources' groups have a dot (the API server refuses a
+        // CRD's group without one); the dotless ones are Kubernetes' own.
+        return Err(format!(
+            "`{}`: there is no API group `{group}`: the groups without a dot are {}; any other has one",
+            parts.join("/"),
+            DOTLESS_GROUPS.join(", ")
+        ));
+    }
     let in_group: Vec<&(&str, &str, &[&str])> = KNOWN.iter().filter(|k| k.0 == group).collect();
     if in_group.is_empty() {
         return Ok(());
@@ -194,6 +213,13 @@ mod tests {
         assert!(e.contains("`networking.k8s.io/networkpolicies`"), "{e}");
         let e = check_str("widgets").expect_err("widgets");
         assert!(!e.contains("did you mean"), "nothing near: {e}");
+    }
+
+    #[test]
+    fn a_request_to_a_dotless_group_kubernetes_does_not_serve_is_refused() {
+        let e = check_target("configmaps", "configmaps", None).expect_err("no such group");
+        assert!(e.contains("no API group `configmaps`"), "{e}");
+        assert_eq!(check_target("apps", "deployments", None), Ok(()));
     }
 
     #[test]
