@@ -270,6 +270,7 @@ impl Host {
             options.limits.quarantine_after,
             options.limits.quarantine_backoff,
         );
+        let metrics_label: Arc<str> = Arc::from(identity.name.as_str());
         Ok(Adapter::new(AdapterInner {
             breaker,
             identity,
@@ -280,6 +281,7 @@ impl Host {
             limits: options.limits,
             grants: options.grants,
             pool,
+            metrics_label,
             metrics: Arc::clone(&self.inner.metrics),
         }))
     }

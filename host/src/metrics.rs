@@ -22,17 +22,19 @@ use prometheus_client::registry::Registry;
 use crate::adapter::AdapterInner;
 use crate::error::CallError;
 
+// The labels a call records are an `Arc` and two static strings: counting
+// a call allocates nothing (an `upstream` call takes about a microsecond).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CallLabels {
-    adapter: String,
-    method: String,
-    outcome: String,
+    adapter: Arc<str>,
+    method: &'static str,
+    outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MethodLabels {
-    adapter: String,
-    method: String,
+    adapter: Arc<str>,
+    method: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -98,8 +100,8 @@ impl Metrics {
     /// Records one call's end.
     pub(crate) fn record_call(
         &self,
-        adapter: &str,
-        method: &str,
+        adapter: &Arc<str>,
+        method: &'static str,
         result: Result<(), &CallError>,
         took: Duration,
     ) {
@@ -109,15 +111,15 @@ impl Metrics {
         };
         self.calls
             .get_or_create(&CallLabels {
-                adapter: adapter.into(),
-                method: method.into(),
-                outcome: outcome.into(),
+                adapter: Arc::clone(adapter),
+                method,
+                outcome,
             })
             .inc();
         self.durations
             .get_or_create(&MethodLabels {
-                adapter: adapter.into(),
-                method: method.into(),
+                adapter: Arc::clone(adapter),
+                method,
             })
             .observe(took.as_secs_f64());
     }

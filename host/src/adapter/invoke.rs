@@ -158,11 +158,11 @@ impl Adapter {
     }
 
     /// Records a call's outcome in its span and in the fault record.
-    fn finish<R>(&self, method: &str, result: &Result<R, CallError>, started: Instant) {
+    fn finish<R>(&self, method: &'static str, result: &Result<R, CallError>, started: Instant) {
         self.inner.breaker.record(&self.inner.identity.name, result);
         let took = started.elapsed();
         self.inner.metrics.record_call(
-            &self.inner.identity.name,
+            &self.inner.metrics_label,
             method,
             result.as_ref().map(|_| ()),
             took,

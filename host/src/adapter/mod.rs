@@ -53,8 +53,10 @@ pub(crate) struct AdapterInner {
     pub(crate) grants: crate::grants::Grants,
     pub(crate) pool: Arc<Pool>,
     pub(crate) breaker: crate::breaker::Breaker,
-    /// The host's metrics, which count this adapter's calls.
+    /// The host's metrics, which count this adapter's calls, and its name
+    /// as their label.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    pub(crate) metrics_label: Arc<str>,
 }
 
 /// A loaded, configured adapter. Cheap to clone; clones share the instance
