@@ -76,6 +76,24 @@ pub async fn load_as_pando_cached(
     config: &str,
     cache: Option<std::sync::Arc<pando_host::kubecache::WatchCache>>,
 ) -> (Adapter, Host) {
+    load_as_pando_with(
+        component,
+        LoadOptions {
+            grants,
+            config: config.into(),
+            kubernetes_cache: cache,
+            ..LoadOptions::default()
+        },
+    )
+    .await
+}
+
+/// [`load_as_pando`] with `options` (its Kubernetes client set to the
+/// `pando` identity's): a name of its own, limits, a cache.
+pub async fn load_as_pando_with(
+    component: &std::path::Path,
+    options: LoadOptions,
+) -> (Adapter, Host) {
     let host = Host::builder()
         .cache_dir(shared_cache())
         .build()
@@ -87,11 +105,8 @@ pub async fn load_as_pando_cached(
         .load_file(
             component,
             LoadOptions {
-                grants,
-                config: config.into(),
                 kubernetes: Some(client),
-                kubernetes_cache: cache,
-                ..LoadOptions::default()
+                ..options
             },
         )
         .await

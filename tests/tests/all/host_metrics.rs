@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use pando_host::{CallContext, Grants, Host, LoadOptions};
-use pando_tests::cluster::{self, Identity};
+use pando_host::{CallContext, Grants, LoadOptions};
+use pando_tests::cluster;
 use pando_tests::{components, plans, probe};
 
 /// The value of the sample `name{labels…}` in `text`, where every one of
@@ -24,23 +24,15 @@ fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
 async fn metrics_count_calls_denials_throttling_and_instances_after_real_calls() {
     let name = cluster::unique_name("metrics");
     let text = probe::GRANTS.replace("rate: {qps: 50, burst: 50}", "rate: {qps: 4, burst: 1}");
-    let host = Host::builder()
-        .cache_dir(probe::shared_cache())
-        .build()
-        .expect("host builds");
-    let client = cluster::client(Identity::Pando).await.expect("pando");
-    let a = host
-        .load_file(
-            &components::kube_probe(),
-            LoadOptions {
-                name: Some(name.clone()),
-                grants: Grants::from_text("test grants", &text).expect("grants"),
-                kubernetes: Some(client),
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("the probe loads");
+    let (a, host) = probe::load_as_pando_with(
+        &components::kube_probe(),
+        LoadOptions {
+            name: Some(name.clone()),
+            grants: Grants::from_text("test grants", &text).expect("grants"),
+            ..LoadOptions::default()
+        },
+    )
+    .await;
     let ns = probe::app_namespace("metrics").await;
     let ctx = || CallContext::default().with_timeout(Duration::from_secs(20));
     for _ in 0..3 {

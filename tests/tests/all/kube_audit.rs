@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use pando_host::{CallContext, Grants, Host, LoadOptions};
-use pando_tests::cluster::{self, Identity};
+use pando_host::{CallContext, Grants, LoadOptions};
+use pando_tests::cluster;
 use pando_tests::{components, plans, probe};
 
 /// A 32 MiB path and 100,000 denials: the audit trail stays small. Paths
@@ -21,23 +21,15 @@ async fn a_huge_path_and_a_hundred_thousand_denials_leave_a_small_audit_trail() 
         "rate: {qps: 50, burst: 50}",
         "rate: {qps: 1000000, burst: 1000000}",
     );
-    let host = Host::builder()
-        .cache_dir(probe::shared_cache())
-        .build()
-        .expect("host builds");
-    let client = cluster::client(Identity::Pando).await.expect("pando");
-    let a = host
-        .load_file(
-            &components::kube_probe(),
-            LoadOptions {
-                name: Some(name.clone()),
-                grants: Grants::from_text("test grants", &text).expect("grants"),
-                kubernetes: Some(client),
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("the probe loads");
+    let (a, _host) = probe::load_as_pando_with(
+        &components::kube_probe(),
+        LoadOptions {
+            name: Some(name.clone()),
+            grants: Grants::from_text("test grants", &text).expect("grants"),
+            ..LoadOptions::default()
+        },
+    )
+    .await;
     let got = a
         .apply(
             &CallContext::default().with_timeout(Duration::from_secs(120)),
