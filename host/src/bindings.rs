@@ -15,9 +15,9 @@ pub mod v0_1 {
         with: {
             "wasi:io": wasmtime_wasi::p2::bindings::io,
             "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
-            "pando:runtime/events.bundle-sink": crate::imports::events::BundleSink,
-            "pando:runtime/kubernetes.watch-stream": crate::imports::kubernetes::WatchStream,
-            "pando:runtime/kubernetes.exec-session": crate::imports::kubernetes::ExecSession,
+            "pando:runtime/events.bundle-sink": crate::capability::events::BundleSink,
+            "pando:runtime/kubernetes.watch-stream": crate::capability::kubernetes::WatchStream,
+            "pando:runtime/kubernetes.exec-session": crate::capability::kubernetes::ExecSession,
         },
         additional_derives: [
             serde::Serialize,

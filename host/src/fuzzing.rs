@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::imports::kubernetes::send;
-use crate::imports::log;
+use crate::capability::kubernetes::send;
+use crate::capability::log;
 use crate::ratelimit::RateLimiter;
 use crate::state::Identity;
 use crate::stderr::StderrTail;

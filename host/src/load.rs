@@ -10,11 +10,11 @@ use wasmtime::component::{Component, Linker};
 
 use crate::adapter::{Adapter, AdapterInner, Inspection};
 use crate::cache::{self, CacheOutcome, CompileCache};
+use crate::capability::kubernetes::KubeContext;
 use crate::check::{self, ComponentShape};
 use crate::engine::{EngineSettings, SharedEngine};
 use crate::error::{CallError, LoadError};
 use crate::grants::Grants;
-use crate::imports::kubernetes::KubeContext;
 use crate::limits::Limits;
 use crate::pool::{Factory, Instance, Pool};
 use crate::runner;
@@ -94,7 +94,7 @@ impl HostBuilder {
         } else {
             None
         };
-        let linker_v0_1 = crate::imports::linker_v0_1(&engine.engine)
+        let linker_v0_1 = crate::capability::linker_v0_1(&engine.engine)
             .map_err(|e| LoadError::Engine(format!("linking the host's imports: {e:#}")))?;
         Ok(Host {
             inner: Arc::new(HostInner {

@@ -17,11 +17,11 @@ use wasmtime::component::Component;
 use wasmtime::{Store, UpdateDeadline};
 
 use crate::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
+use crate::capability::kubernetes::KubeContext;
+use crate::capability::log::LogBudget;
 use crate::engine::SharedEngine;
 use crate::error::CallError;
 use crate::held::HeldBudget;
-use crate::imports::kubernetes::KubeContext;
-use crate::imports::log::LogBudget;
 use crate::limits::Limits;
 use crate::runner;
 use crate::state::{HostState, Identity};

@@ -1,7 +1,7 @@
 //! A request-rate budget: a token bucket that makes callers wait, never
 //! fail. An adapter over its budget is slowed to it, as client-go's limiter
 //! slows the reference adapter. The guest's log budget
-//! ([`crate::imports::log::LogBudget`]) uses the same bucket the other way:
+//! ([`crate::capability::log::LogBudget`]) uses the same bucket the other way:
 //! a record over it is dropped, never waited for. The write budget
 //! ([`ByteBudget`]) meters bytes rather than requests, and refuses a write
 //! whose wait would end after the call's deadline instead of waiting for it.

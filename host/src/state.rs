@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use crate::capability::log::LogBudget;
 use crate::held::{Held, HeldBudget};
-use crate::imports::log::LogBudget;
 use crate::limits::{Limiter, Limits};
 use crate::stderr::StderrTail;
 
@@ -102,7 +102,7 @@ pub struct HostState {
     /// The monotonic clock's zero, shared with the guest's
     /// `wasi:clocks/monotonic-clock` so deadlines translate exactly.
     pub(crate) clock_base: Instant,
-    pub(crate) kubernetes: Option<crate::imports::kubernetes::KubeContext>,
+    pub(crate) kubernetes: Option<crate::capability::kubernetes::KubeContext>,
     /// The adapter's budget for streams and their buffers, shared by all
     /// its instances.
     held_budget: Arc<HeldBudget>,
@@ -116,7 +116,7 @@ impl HostState {
         limits: &Limits,
         log_budget: Arc<LogBudget>,
         held_budget: Arc<HeldBudget>,
-        kubernetes: Option<crate::imports::kubernetes::KubeContext>,
+        kubernetes: Option<crate::capability::kubernetes::KubeContext>,
     ) -> Self {
         let clock_base = Instant::now();
         let stderr = StderrTail::budgeted(identity.clone(), log_budget.clone());

@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::AsyncWrite;
 
-use crate::imports::log::LogBudget;
+use crate::capability::log::LogBudget;
 use crate::state::Identity;
 
 /// How much of the tail is kept.

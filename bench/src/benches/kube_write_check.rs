@@ -1,7 +1,7 @@
 //! The body check alone, in process: what the host does to a write's body
 //! besides sending it, with the public `ObjectPolicy` of the bench's write
 //! grants (`pando_host::grants::objects`), as
-//! `imports::kubernetes::writes` does it.
+//! `capability::kubernetes::writes` does it.
 //!
 //! - create: parse the Pod body, check it, prepare it, re-serialize it;
 //! - patch: parse the merge patch, parse the pod read before (a Pod's rules

@@ -21,9 +21,9 @@ use wasmtime_wasi::p2::pipe::AsyncReadStream;
 
 use crate::cache::CacheOutcome;
 use crate::call::CallContext;
+use crate::capability::events::BundleSink;
 use crate::check::ComponentShape;
 use crate::error::CallError;
-use crate::imports::events::BundleSink;
 use crate::limits::Limits;
 use crate::pool::Pool;
 use crate::state::Identity;
@@ -138,8 +138,8 @@ impl Adapter {
     /// how the conformance suite checks that `observe` writes nothing.
     /// Calls running concurrently on the same adapter are counted together.
     ///
-    /// [`RequestCounts::since`]: crate::imports::kubernetes::RequestCounts::since
-    pub fn kubernetes_requests(&self) -> Option<crate::imports::kubernetes::RequestCounts> {
+    /// [`RequestCounts::since`]: crate::capability::kubernetes::RequestCounts::since
+    pub fn kubernetes_requests(&self) -> Option<crate::capability::kubernetes::RequestCounts> {
         let kube = self.inner.pool.factory.kubernetes.as_ref()?;
         Some(kube.requests().snapshot())
     }

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::hash::BuildHasher;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::imports::kubernetes::RequestCounts;
+use crate::capability::kubernetes::RequestCounts;
 use crate::types::{BundleRef, DestroyOptions, ObservedBundle, RuntimeCapabilities};
 use crate::{Adapter, CallContext, CallError};
 

@@ -14,7 +14,7 @@
 //! write, or, for updates and patches, the object the API server computed
 //! in a dry run (and the object before, for the rules that compare). How
 //! the request is then sent so that nothing changes between check and
-//! write is `imports::kubernetes::writes`.
+//! write is `capability::kubernetes::writes`.
 
 mod bindings;
 mod claims;
