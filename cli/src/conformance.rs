@@ -1,5 +1,5 @@
 //! `conformance COMPONENT`: the conformance suite
-//! ([`pando_host::conformance`]) against a component, loaded with the
+//! ([`pando_conformance`]) against a component, loaded with the
 //! global `--grants`, `--config`, `--kubeconfig` and `--context`.
 //!
 //! Text prints each case's line as it ends, then a summary; JSON, YAML
@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use pando_host::LoadOptions;
-use pando_host::conformance::{self, CaseResult, Options, Target};
+use pando_conformance::{self as conformance, CaseResult, Options, Target};
 
 use super::args::{ConformanceArgs, Format, Global};
 use super::failure::{EXIT_CALL, Failure, Outcome};

@@ -24,7 +24,6 @@ pub mod cache;
 pub mod call;
 pub mod capability;
 pub mod check;
-pub mod conformance;
 mod engine;
 pub mod error;
 #[doc(hidden)]
@@ -54,5 +53,5 @@ pub use grants::Grants;
 pub use held::HeldUsage;
 pub use limits::Limits;
 pub use load::{Host, HostBuilder, LoadOptions};
-pub use state::HostState;
+pub use state::{CANCEL_GRACE, HostState};
 pub use tokio_util::sync::CancellationToken;

@@ -34,7 +34,7 @@ pub(crate) struct ActiveCall {
 
 /// How long a cancelled guest has to return on its own (a watch that sees
 /// its cancellation pollable and ends cleanly) before it is stopped.
-pub(crate) const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+pub const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl ActiveCall {
     pub(crate) fn new(deadline: Option<Instant>, cancel: CancellationToken) -> Self {

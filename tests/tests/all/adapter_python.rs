@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use pando_host::conformance::{self, CASES, Environment, Options, Outcome, Target};
+use pando_conformance::{self as conformance, CASES, Environment, Options, Outcome, Target};
 use pando_host::types::WorkloadRef;
 use pando_host::types::{
     BundlePlan, DestroyOptions, EgressPolicy, IsolationClass, LogOptions, VolumeRequest,

@@ -1,4 +1,4 @@
-//! The conformance suite (`pando_host::conformance`): the Kubernetes
+//! The conformance suite (`pando_conformance`): the Kubernetes
 //! adapter passes every case on the test cluster, as the `pando` identity
 //! with the grants and configuration it ships with; and the suite fails an
 //! adapter that breaks the contract (the test adapter, misbehaving on
@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use pando_host::conformance::{self, CASES, Environment, Options, Outcome, Report, Target};
+use pando_conformance::{self as conformance, CASES, Environment, Options, Outcome, Report, Target};
 use pando_host::types::{VolumeHandle, WorkloadRef};
 use pando_host::{Grants, Host, LoadOptions};
 use pando_tests::cluster::{self, EXIT_CODE_ANNOTATION, Identity};
@@ -148,7 +148,7 @@ async fn the_kubernetes_adapter_passes_every_case() {
 /// network for its canary), run with `environment`.
 async fn health_case(
     environment: Option<Arc<dyn Environment>>,
-) -> pando_host::conformance::CaseResult {
+) -> pando_conformance::CaseResult {
     let target = kubernetes_target().await;
     let options = Options {
         only: vec!["C-INFO-03".into()],

@@ -304,7 +304,7 @@ async fn o43_health_passes_where_networkpolicy_is_enforced() {
 /// real node and pass there: no environment stands in for the runtime.
 #[tokio::test]
 async fn the_cases_that_skip_on_kwok_pass_on_the_real_node() {
-    use pando_host::conformance::{self, Options, Outcome, Target};
+    use pando_conformance::{self as conformance, Options, Outcome, Target};
     let admin = admin().await;
     node::require(&admin).await;
     let client = cluster::client(cluster::Identity::Pando)

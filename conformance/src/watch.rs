@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::types::{BundleEvent, WatchEnd};
-use crate::{Adapter, CallContext, CallError, CancellationToken};
+use pando_host::types::{BundleEvent, WatchEnd};
+use pando_host::{Adapter, CallContext, CallError, CancellationToken};
 
 use super::cases::{Case, WATCH_ACTS, WATCH_RESTART, WATCHING};
 use super::fixture::{Check, Fixture, Stop, bref, ensure, fail, failed, unmeasured_note};
@@ -112,7 +112,7 @@ impl Watch {
         let Some(task) = self.task.take() else {
             return Err(fail("the watch had already ended"));
         };
-        let limit = crate::state::CANCEL_GRACE + END_WITHIN;
+        let limit = pando_host::CANCEL_GRACE + END_WITHIN;
         match tokio::time::timeout(limit, task).await {
             Ok(Ok(Ok(end))) => Ok(end),
             Ok(Ok(Err(e))) => Err(failed(

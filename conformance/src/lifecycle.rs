@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::types::{LogOptions, ObservedBundle, WorkloadPhase};
+use pando_host::types::{LogOptions, ObservedBundle, WorkloadPhase};
 
 use super::cases::{LOGS, STOP};
 use super::fixture::{

@@ -3,8 +3,8 @@
 
 use super::cases::{CAPABILITIES, HEALTH, INFO};
 use super::fixture::{Check, Fixture, ensure, fail, failed, skip};
-use crate::CallError;
-use crate::types::Error as AdapterError;
+use pando_host::CallError;
+use pando_host::types::Error as AdapterError;
 
 pub(crate) async fn run(fx: &mut Fixture<'_>) {
     fx.case(&INFO, async |fx, _| info(fx)).await;
@@ -80,7 +80,7 @@ fn info(fx: &Fixture<'_>) -> Check {
         "the configuration schema is not a JSON Schema object: {schema}"
     );
     ensure!(
-        crate::SERVED_VERSIONS.contains(&fx.adapter.shape().version.as_str()),
+        pando_host::SERVED_VERSIONS.contains(&fx.adapter.shape().version.as_str()),
         "the contract version {} is not one this host serves",
         fx.adapter.shape().version
     );

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use crate::types::{BundlePlan, ObservedBundle, WorkloadPhase};
+use pando_host::types::{BundlePlan, ObservedBundle, WorkloadPhase};
 
 use super::cases::{CAPACITY, CONVERGE, EXEC, OBSERVE, REAPPLY, REWRITES, RUN};
 use super::fixture::{

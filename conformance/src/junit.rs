@@ -122,7 +122,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::conformance::report::CaseResult;
+    use crate::report::CaseResult;
 
     fn result(id: &str, outcome: Outcome) -> CaseResult {
         CaseResult {

@@ -2,7 +2,7 @@
 //! images. One workload that serves on a port until stopped, one whose
 //! command prints a line and exits, optionally a volume.
 
-use crate::types::{
+use pando_host::types::{
     BundlePlan, EgressPolicy, EnvVar, NetworkRules, Port, Protocol, RegistryCredential,
     ResourceRequirements, Resources, VolumeMount, VolumeSpec, WorkloadRef, WorkloadSpec,
 };

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::{CallError, LoadError};
+use pando_host::{CallError, LoadError};
 
 use super::cases::CONFIGURE;
 use super::fixture::{Check, Fixture, fail};
@@ -56,7 +56,7 @@ async fn rejected(fx: &Fixture<'_>, what: &str, config: String, field: Option<&s
     match result {
         Ok(_) => Err(fail(format!("{what} was accepted"))),
         Err(LoadError::Config { error, .. }) => match *error {
-            CallError::Adapter(crate::types::Error::Invalid(message)) => match field {
+            CallError::Adapter(pando_host::types::Error::Invalid(message)) => match field {
                 Some(f) if !message.contains(f) => Err(fail(format!(
                     "{what} was refused, but the message does not name `{f}`: {message}"
                 ))),

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use crate::CallError;
-use crate::streams::ByteStream;
-use crate::types::{Error as AdapterError, ExecRequest, RunRequest};
+use pando_host::CallError;
+use pando_host::streams::ByteStream;
+use pando_host::types::{Error as AdapterError, ExecRequest, RunRequest};
 
 use super::fixture::{Check, Fixture, answered, ensure, fail, failed};
 use super::plans::{SERVER, wref};
@@ -142,7 +142,7 @@ pub(crate) async fn run(fx: &Fixture<'_>, app: &str, declared: bool) -> Check {
 /// One `run`, its stdout collected.
 async fn run_once(
     fx: &Fixture<'_>,
-    workload: &crate::types::WorkloadRef,
+    workload: &pando_host::types::WorkloadRef,
     request: &RunRequest,
 ) -> (Result<u64, CallError>, Check<String>) {
     let (writer, mut reader) = tokio::io::duplex(1 << 16);

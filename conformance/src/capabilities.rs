@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::types::{
+use pando_host::types::{
     EdgePlan, EgressPolicy, EgressRule, NetworkRules, ResourceRequirements, Resources,
     RuntimeCapabilities, TrialRequest,
 };

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use crate::types::{DestroyOptions, ObservedBundle, VolumeHandle, WorkloadPhase};
+use pando_host::types::{DestroyOptions, ObservedBundle, VolumeHandle, WorkloadPhase};
 
 use super::cases::{DESTROY_ALL, DESTROY_KEEP, SNAPSHOT};
 use super::fixture::{

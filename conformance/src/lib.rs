@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
-//! use pando_host::conformance::{self, Options, Target};
+//! use pando_conformance::{self as conformance, Options, Target};
 //! use pando_host::{Host, LoadOptions};
 //! let target = Target {
 //!     host: Host::builder().build()?,
@@ -23,7 +23,7 @@
 //! The suite is runtime-neutral: it calls only the adapter's exports, and
 //! for "writes nothing" and "needs no API call" it reads the host's own
 //! record of the adapter's Kubernetes requests
-//! ([`crate::Adapter::kubernetes_requests`]). It makes its own apps, named
+//! ([`pando_host::Adapter::kubernetes_requests`]). It makes its own apps, named
 //! `conf-<random>-<group>`, and destroys them (volumes included) on every
 //! path.
 
@@ -51,8 +51,8 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 
-use crate::types::{VolumeHandle, WorkloadRef};
-use crate::{Host, LoadError, LoadOptions};
+use pando_host::types::{VolumeHandle, WorkloadRef};
+use pando_host::{Host, LoadError, LoadOptions};
 
 pub use cases::{CASES, Case};
 pub use report::{CaseResult, Outcome, Report};

@@ -6,9 +6,9 @@ use std::future::Future;
 use std::hash::BuildHasher;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::capability::kubernetes::RequestCounts;
-use crate::types::{BundleRef, DestroyOptions, ObservedBundle, RuntimeCapabilities};
-use crate::{Adapter, CallContext, CallError};
+use pando_host::capability::kubernetes::RequestCounts;
+use pando_host::types::{BundleRef, DestroyOptions, ObservedBundle, RuntimeCapabilities};
+use pando_host::{Adapter, CallContext, CallError};
 
 use super::cases::{self, Case};
 use super::report::{CaseResult, Outcome};
@@ -40,7 +40,7 @@ pub(crate) fn skip(why: impl Into<String>) -> Stop {
 macro_rules! ensure {
     ($cond:expr, $($why:tt)+) => {
         if !$cond {
-            return Err($crate::conformance::fixture::fail(format!($($why)+)));
+            return Err($crate::fixture::fail(format!($($why)+)));
         }
     };
 }
@@ -218,7 +218,7 @@ impl<'a> Fixture<'a> {
             Err(Stop::Fail(why)) => Outcome::Fail(why),
             Err(Stop::Skip(why)) => Outcome::Skip(why),
         };
-        tracing::info!(target: "pando_host::conformance", case = case.id, outcome = outcome.label(),
+        tracing::info!(target: "pando_conformance", case = case.id, outcome = outcome.label(),
             reason = outcome.reason().unwrap_or(""), "conformance case");
         let result = CaseResult::new(case, outcome, took, notes);
         if let Some(progress) = &self.options.progress {
@@ -238,7 +238,7 @@ impl<'a> Fixture<'a> {
             .destroy(&self.ctx(), &bref(bundle), options)
             .await;
         if let Err(e) = r {
-            tracing::warn!(target: "pando_host::conformance", bundle, error = %e,
+            tracing::warn!(target: "pando_conformance", bundle, error = %e,
                 "cleaning up a conformance app failed");
             if let Some(last) = self.results.last_mut() {
                 last.notes

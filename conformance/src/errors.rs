@@ -3,7 +3,7 @@
 //! idempotent), and nothing is a trap or a host error. A refused plan
 //! writes nothing; an app that does not exist is observed as such.
 
-use crate::types::{
+use pando_host::types::{
     BundlePlan, ExecRequest, LogOptions, RunRequest, RuntimeCapabilities, VolumeHandle,
     VolumeMount, VolumeRequest,
 };
