@@ -5,6 +5,7 @@
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::capability::{self, Lending};
 use crate::error::LoadError;
 use crate::grants::Grants;
 
@@ -129,30 +130,20 @@ pub(crate) fn check_shape(
 
     let mut world = World::RuntimeAdapter;
     for import in &imports {
-        let reason = match classify_import(import, &version) {
-            Import::Lent => continue,
-            Import::Kubernetes => {
-                if grants.is_some_and(|g| g.kubernetes.is_none()) {
-                    Some(
-                        "the Kubernetes API, but its grants have no `kubernetes` section; \
-                         grant what it may reach (docs/grants.md), or load a component that \
-                         does not import it"
-                            .to_string(),
-                    )
-                } else {
+        let reason = match classify_import(import, &version, grants) {
+            Import::Lent(capability) => {
+                if capability == KUBERNETES {
                     world = World::KubernetesAdapter;
-                    None
                 }
+                continue;
             }
-            Import::Refused(why) => Some(why),
+            Import::Refused(why) => why,
         };
-        if let Some(reason) = reason {
-            return Err(LoadError::Import {
-                what: what.into(),
-                import: import.clone(),
-                reason,
-            });
-        }
+        return Err(LoadError::Import {
+            what: what.into(),
+            import: import.clone(),
+            reason,
+        });
     }
     Ok(ComponentShape {
         world,
@@ -162,16 +153,19 @@ pub(crate) fn check_shape(
     })
 }
 
+/// The capability whose import makes an adapter of the
+/// `kubernetes-adapter` world.
+const KUBERNETES: &str = "kubernetes";
+
+#[derive(Debug, PartialEq, Eq)]
 enum Import {
-    /// Lent to every adapter.
-    Lent,
-    /// Lent only with a Kubernetes grant.
-    Kubernetes,
+    /// Lent, by this capability (`""` for WASI and type-only interfaces).
+    Lent(&'static str),
     /// Never lent; why.
     Refused(String),
 }
 
-fn classify_import(name: &str, contract_version: &str) -> Import {
+fn classify_import(name: &str, contract_version: &str, grants: Option<&Grants>) -> Import {
     let Some(item) = parse_name(name) else {
         return Import::Refused(
             "which is not an interface this host knows (a bare function import); \
@@ -182,13 +176,15 @@ fn classify_import(name: &str, contract_version: &str) -> Import {
     match item.package {
         // Inert without authority: no preopened directories, no environment,
         // no stdin; stdout is discarded and stderr goes to the host's log.
-        "wasi:io" | "wasi:clocks" | "wasi:random" | "wasi:cli" | "wasi:filesystem" => Import::Lent,
+        "wasi:io" | "wasi:clocks" | "wasi:random" | "wasi:cli" | "wasi:filesystem" => {
+            Import::Lent("")
+        }
         // Lent without a network: every socket is refused (`access-denied`)
         // and names never resolve. Language runtimes built on wasi-libc
         // (CPython for componentize-py, TinyGo, …) import these whether or
         // not the adapter opens a socket; refusing them would refuse every
         // such adapter, while lending them inert gives nothing away.
-        "wasi:sockets" => Import::Lent,
+        "wasi:sockets" => Import::Lent(""),
         "wasi:http" => Import::Refused(
             "which this host does not lend: adapters have no network of their own and reach \
              their runtime only through the host's imports (pando:runtime/kubernetes); \
@@ -202,11 +198,13 @@ fn classify_import(name: &str, contract_version: &str) -> Import {
                      against one version of the pando:runtime package"
                 ));
             }
-            match item.interface {
-                "log" | "call" | "events" | "streams" | "types" => Import::Lent,
-                "kubernetes" => Import::Kubernetes,
-                other => Import::Refused(format!(
-                    "but pando:runtime@{contract_version} has no importable interface `{other}`"
+            match capability::lending(item.interface, grants) {
+                Lending::Lent(capability) => Import::Lent(capability),
+                Lending::TypesOnly => Import::Lent(""),
+                Lending::NotGranted(why) => Import::Refused(why),
+                Lending::Unknown => Import::Refused(format!(
+                    "but pando:runtime@{contract_version} has no importable interface `{}`",
+                    item.interface
                 )),
             }
         }
@@ -239,35 +237,43 @@ mod tests {
     }
 
     #[test]
-    fn imports_are_classified() {
+    fn imports_are_classified_by_the_capability_that_lends_them() {
+        let lent = |name| classify_import(name, "0.1.0", None);
+        assert_eq!(lent("wasi:io/streams@0.2.4"), Import::Lent(""));
+        assert_eq!(lent("pando:runtime/log@0.1.0"), Import::Lent("log"));
+        assert_eq!(lent("pando:runtime/types@0.1.0"), Import::Lent(""));
+        assert_eq!(
+            lent("pando:runtime/kubernetes@0.1.0"),
+            Import::Lent(KUBERNETES)
+        );
         assert!(matches!(
-            classify_import("wasi:io/streams@0.2.4", "0.1.0"),
-            Import::Lent
-        ));
-        assert!(matches!(
-            classify_import("pando:runtime/log@0.1.0", "0.1.0"),
-            Import::Lent
-        ));
-        assert!(matches!(
-            classify_import("pando:runtime/kubernetes@0.1.0", "0.1.0"),
-            Import::Kubernetes
-        ));
-        assert!(matches!(
-            classify_import("pando:runtime/log@0.2.0", "0.1.0"),
+            lent("pando:runtime/log@0.2.0"),
             Import::Refused(_)
         ));
         assert!(matches!(
-            classify_import("wasi:sockets/tcp@0.2.0", "0.1.0"),
-            Import::Lent
+            lent("pando:runtime/sockets@0.1.0"),
+            Import::Refused(why) if why.contains("no importable interface `sockets`")
         ));
+        assert_eq!(lent("wasi:sockets/tcp@0.2.0"), Import::Lent(""));
         assert!(matches!(
-            classify_import("wasi:http/outgoing-handler@0.2.0", "0.1.0"),
+            lent("wasi:http/outgoing-handler@0.2.0"),
             Import::Refused(_)
         ));
+        assert!(matches!(lent("acme:evil/backdoor"), Import::Refused(_)));
+        assert!(matches!(lent("f"), Import::Refused(_)));
+    }
+
+    #[test]
+    fn the_kubernetes_capability_refuses_grants_without_its_section() {
+        let none = Grants::default();
+        assert!(none.kubernetes.is_none());
         assert!(matches!(
-            classify_import("acme:evil/backdoor", "0.1.0"),
-            Import::Refused(_)
+            classify_import("pando:runtime/kubernetes@0.1.0", "0.1.0", Some(&none)),
+            Import::Refused(why) if why.contains("no `kubernetes` section")
         ));
-        assert!(matches!(classify_import("f", "0.1.0"), Import::Refused(_)));
+        assert_eq!(
+            classify_import("pando:runtime/log@0.1.0", "0.1.0", Some(&none)),
+            Import::Lent("log")
+        );
     }
 }

@@ -10,7 +10,7 @@ use wasmtime::component::{Component, Linker};
 
 use crate::adapter::{Adapter, AdapterInner, Inspection};
 use crate::cache::{self, CacheOutcome, CompileCache};
-use crate::capability::kubernetes::KubeContext;
+use crate::capability;
 use crate::check::{self, ComponentShape};
 use crate::engine::{EngineSettings, SharedEngine};
 use crate::error::{CallError, LoadError};
@@ -384,7 +384,10 @@ impl Host {
             options.config.clone(),
             options.limits.clone(),
             provisional.clone(),
-            kube_context(options),
+            capability::Shared::new(&capability::Setup {
+                limits: &options.limits,
+                options,
+            }),
         )
         .map_err(|e| LoadError::Instantiate {
             what: what.into(),
@@ -428,13 +431,6 @@ impl Host {
         inst.store.data_mut().set_identity(identity.clone());
         Ok((inst, info, identity, factory))
     }
-}
-
-/// The Kubernetes import's context: the caller's client within the grants.
-fn kube_context(options: &LoadOptions) -> Option<KubeContext> {
-    let grants = options.grants.kubernetes.as_ref()?;
-    let client = options.kubernetes.clone()?;
-    Some(KubeContext::new(client, grants).with_cache(options.kubernetes_cache.clone()))
 }
 
 async fn read(path: &Path) -> Result<Vec<u8>, LoadError> {

@@ -224,7 +224,8 @@ impl State {
             };
             limit("limits.max_streams", held.refused_streams);
             limit("limits.stream_buffer_bytes", held.refused_bytes);
-            let (Some(kube), Some(grants)) = (&pool.factory.kubernetes, &a.grants.kubernetes)
+            let (Some(kube), Some(grants)) =
+                (&pool.factory.capabilities.kubernetes, &a.grants.kubernetes)
             else {
                 continue;
             };

@@ -17,8 +17,7 @@ use wasmtime::component::Component;
 use wasmtime::{Store, UpdateDeadline};
 
 use crate::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
-use crate::capability::kubernetes::KubeContext;
-use crate::capability::log::LogBudget;
+use crate::capability::Shared;
 use crate::engine::SharedEngine;
 use crate::error::CallError;
 use crate::held::HeldBudget;
@@ -49,11 +48,11 @@ pub(crate) struct Factory {
     pub(crate) config: String,
     pub(crate) limits: Limits,
     pub(crate) identity: Arc<Identity>,
-    /// The adapter's log budget: every instance made here draws on it.
-    pub(crate) log_budget: Arc<LogBudget>,
+    /// What every instance made here shares of each capability (the log
+    /// budget, the Kubernetes context, ...).
+    pub(crate) capabilities: Shared,
     /// The adapter's stream budget: every instance made here draws on it.
     pub(crate) held_budget: Arc<HeldBudget>,
-    pub(crate) kubernetes: Option<KubeContext>,
 }
 
 impl Factory {
@@ -64,7 +63,7 @@ impl Factory {
         config: String,
         limits: Limits,
         identity: Arc<Identity>,
-        kubernetes: Option<KubeContext>,
+        capabilities: Shared,
     ) -> wasmtime::Result<Self> {
         let pre = linker.instantiate_pre(component)?;
         let pre = KubernetesAdapterPre::new(pre)?;
@@ -72,11 +71,10 @@ impl Factory {
             engine: Arc::clone(engine),
             pre,
             config,
-            log_budget: Arc::new(LogBudget::of(&limits)),
+            capabilities,
             held_budget: Arc::new(HeldBudget::of(&limits)),
             limits,
             identity,
-            kubernetes,
         })
     }
 
@@ -85,9 +83,8 @@ impl Factory {
         let state = HostState::new(
             self.identity.clone(),
             &self.limits,
-            self.log_budget.clone(),
+            &self.capabilities,
             self.held_budget.clone(),
-            self.kubernetes.clone(),
         );
         let mut store = Store::new(&self.engine.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -96,7 +93,7 @@ impl Factory {
         store.set_hostcall_fuel(usize::try_from(self.limits.hostcall_bytes).unwrap_or(usize::MAX));
         store.set_max_component_handles(self.limits.max_handles as usize);
         store.epoch_deadline_callback(|mut cx| {
-            let call = &mut cx.data_mut().call;
+            let call = &mut cx.data_mut().env.call;
             if let Some(why) = call.should_stop() {
                 call.stopped = Some(why);
                 return Ok(UpdateDeadline::Interrupt);

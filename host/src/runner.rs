@@ -123,7 +123,7 @@ async fn guarded<T>(
     cancel: &CancellationToken,
     f: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<T>,
 ) -> Result<T, (CallError, bool)> {
-    store.data_mut().call = ActiveCall::new(deadline, cancel.clone());
+    store.data_mut().env.call = ActiveCall::new(deadline, cancel.clone());
     // A crash is explained by what this call wrote, not an earlier one's.
     store.data().stderr.clear_tail();
     store.set_epoch_deadline(1);
@@ -137,8 +137,8 @@ async fn guarded<T>(
             () = cancelled_then_grace(cancel) => None,
         }
     };
-    let stopped = store.data().call.stopped;
-    store.data_mut().call.finish();
+    let stopped = store.data().env.call.stopped;
+    store.data_mut().env.call.finish();
 
     let err = match outcome {
         Some(Ok(v)) => return Ok(v),

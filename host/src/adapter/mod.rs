@@ -122,7 +122,7 @@ impl Adapter {
     /// what the host's limits refused (streams included), since it was
     /// loaded; none without a Kubernetes import.
     pub fn grant_report(&self) -> Option<crate::grants::check::GrantReport> {
-        let kube = self.inner.pool.factory.kubernetes.as_ref()?;
+        let kube = self.inner.pool.factory.capabilities.kubernetes.as_ref()?;
         let grants = self.inner.grants.kubernetes.as_ref()?;
         let mut report = kube.usage().report(grants);
         let held = self.held_streams();
@@ -140,7 +140,7 @@ impl Adapter {
     ///
     /// [`RequestCounts::since`]: crate::capability::kubernetes::RequestCounts::since
     pub fn kubernetes_requests(&self) -> Option<crate::capability::kubernetes::RequestCounts> {
-        let kube = self.inner.pool.factory.kubernetes.as_ref()?;
+        let kube = self.inner.pool.factory.capabilities.kubernetes.as_ref()?;
         Some(kube.requests().snapshot())
     }
 
@@ -302,7 +302,7 @@ impl Adapter {
         let (stream, writer) = channel_output(into);
         let done = self
             .call(ctx, "snapshot-volume", After::Discard, async |g, s| {
-                let out = s.data_mut().table().push(stream)?;
+                let out = s.data_mut().env.table.push(stream)?;
                 g.call_snapshot_volume(s, volume, out).await
             })
             .await;
@@ -326,7 +326,7 @@ impl Adapter {
     {
         let stream: DynInputStream = Box::new(AsyncReadStream::new(from));
         self.call(ctx, "restore-volume", After::Discard, async |g, s| {
-            let inp = s.data_mut().table().push(stream)?;
+            let inp = s.data_mut().env.table.push(stream)?;
             g.call_restore_volume(s, volume, inp).await
         })
         .await
@@ -347,7 +347,7 @@ impl Adapter {
     {
         let stream: DynInputStream = Box::new(AsyncReadStream::new(from));
         self.call(ctx, "import-image", After::Discard, async |g, s| {
-            let inp = s.data_mut().table().push(stream)?;
+            let inp = s.data_mut().env.table.push(stream)?;
             g.call_import_image(s, inp).await
         })
         .await
@@ -366,7 +366,7 @@ impl Adapter {
             Ok(match g.call_logs(&mut *s, workload, *options).await? {
                 // The stream is a host object: out of the table, it no
                 // longer ties up the instance.
-                Ok(r) => Ok(ByteStream::new(s.data_mut().table().delete(r)?)),
+                Ok(r) => Ok(ByteStream::new(s.data_mut().env.table.delete(r)?)),
                 Err(e) => Err(e),
             })
         })
@@ -389,7 +389,7 @@ impl Adapter {
         let (stream, writer) = channel_output(stdout);
         let ran = self
             .call(ctx, "run", After::Discard, async |g, s| {
-                let out = s.data_mut().table().push(stream)?;
+                let out = s.data_mut().env.table.push(stream)?;
                 g.call_run(s, workload, request, out).await
             })
             .await;
@@ -482,7 +482,7 @@ impl Adapter {
         };
         let (end, _lease) = self
             .call_dedicated(ctx, "watch-bundles", async |g, s| {
-                let sink = s.data_mut().table().push(sink)?;
+                let sink = s.data_mut().env.table.push(sink)?;
                 g.call_watch_bundles(s, sink).await
             })
             .await?;

@@ -69,7 +69,7 @@ impl ExecSession {
             async |g, s, r| {
                 let out = g.exec_session().call_stdin(&mut *s, r).await?;
                 let out: Option<DynOutputStream> = match out {
-                    Some(o) => Some(s.data_mut().table().delete(o)?),
+                    Some(o) => Some(s.data_mut().env.table.delete(o)?),
                     None => None,
                 };
                 Ok(Ok(out.map(ByteSink::new)))
@@ -128,7 +128,7 @@ fn take_input(
     inp: Option<Resource<DynInputStream>>,
 ) -> wasmtime::Result<Result<Option<ByteStream>, Error>> {
     Ok(Ok(match inp {
-        Some(i) => Some(ByteStream::new(s.data_mut().table().delete(i)?)),
+        Some(i) => Some(ByteStream::new(s.data_mut().env.table.delete(i)?)),
         None => None,
     }))
 }

@@ -7,8 +7,27 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 
-use crate::bindings::v0_1::pando::runtime::call::Host;
+use super::{Capability, Has, Lend, Setup, View};
+use crate::bindings::v0_1::pando::runtime::call::{self as wit, Host};
 use crate::state::HostState;
+
+/// `pando:runtime/call`: nothing of its own; it reads the call in progress
+/// from the store's [`Env`](super::env::Env).
+pub(crate) struct Call;
+
+impl Capability for Call {
+    const INTERFACES: &'static [&'static str] = &["call"];
+    type Shared = ();
+    type Instance = ();
+
+    fn shared(_: &Setup<'_>) {}
+
+    fn instance((): &()) {}
+
+    fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<HostState, Lend<Self>>(linker, <HostState as Has<Self>>::view)
+    }
+}
 
 /// Ready once the call it was made for is cancelled or past its deadline.
 pub(crate) struct CancelPollable {
@@ -31,24 +50,24 @@ impl Pollable for CancelPollable {
     }
 }
 
-impl Host for HostState {
+impl Host for View<'_, Call> {
     async fn deadline(&mut self) -> wasmtime::Result<Option<u64>> {
-        Ok(self.call.deadline.map(|d| {
-            let since = d.saturating_duration_since(self.clock_base);
+        Ok(self.env.call.deadline.map(|d| {
+            let since = d.saturating_duration_since(self.env.clock_base);
             u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
         }))
     }
 
     async fn cancelled(&mut self) -> wasmtime::Result<Resource<DynPollable>> {
         let p = CancelPollable {
-            cancel: self.call.cancel.clone(),
-            deadline: self.call.deadline,
+            cancel: self.env.call.cancel.clone(),
+            deadline: self.env.call.deadline,
         };
-        let r = self.table().push(p)?;
-        subscribe(self.table(), r)
+        let r = self.env.table.push(p)?;
+        subscribe(&mut self.env.table, r)
     }
 
     async fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.call.is_over())
+        Ok(self.env.call.is_over())
     }
 }

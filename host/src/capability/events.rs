@@ -4,7 +4,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::Resource;
 
-use crate::bindings::v0_1::pando::runtime::events::{Host, HostBundleSink, SinkClosed};
+use super::{Capability, Has, Lend, Setup, View};
+use crate::bindings::v0_1::pando::runtime::events::{
+    self as wit, Host, HostBundleSink, SinkClosed,
+};
 use crate::state::HostState;
 use crate::types::BundleEvent;
 
@@ -15,15 +18,32 @@ pub struct BundleSink {
     pub(crate) cancel: CancellationToken,
 }
 
-impl Host for HostState {}
+/// `pando:runtime/events`: the sinks live in the store's resource table.
+pub(crate) struct Events;
 
-impl HostBundleSink for HostState {
+impl Capability for Events {
+    const INTERFACES: &'static [&'static str] = &["events"];
+    type Shared = ();
+    type Instance = ();
+
+    fn shared(_: &Setup<'_>) {}
+
+    fn instance((): &()) {}
+
+    fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<HostState, Lend<Self>>(linker, <HostState as Has<Self>>::view)
+    }
+}
+
+impl Host for View<'_, Events> {}
+
+impl HostBundleSink for View<'_, Events> {
     async fn send(
         &mut self,
         sink: Resource<BundleSink>,
         event: BundleEvent,
     ) -> wasmtime::Result<Result<(), SinkClosed>> {
-        let sink = self.table().get(&sink)?;
+        let sink = self.env.table.get(&sink)?;
         let (tx, cancel) = (sink.tx.clone(), sink.cancel.clone());
         tokio::select! {
             sent = tx.send(event) => Ok(sent.map_err(|_| SinkClosed {
@@ -38,7 +58,7 @@ impl HostBundleSink for HostState {
     }
 
     async fn drop(&mut self, sink: Resource<BundleSink>) -> wasmtime::Result<()> {
-        self.table().delete(sink)?;
+        self.env.table.delete(sink)?;
         Ok(())
     }
 }

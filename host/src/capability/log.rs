@@ -5,10 +5,35 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::bindings::v0_1::pando::runtime::log::{Host, Level};
+use std::sync::Arc;
+
+use super::{Capability, Has, Lend, Setup, View};
+use crate::bindings::v0_1::pando::runtime::log::{self as wit, Host, Level};
 use crate::limits::Limits;
 use crate::ratelimit::RateLimiter;
 use crate::state::HostState;
+
+/// `pando:runtime/log`: every instance draws on the adapter's one
+/// [`LogBudget`] (the guest's stderr draws on it too: see `stderr.rs`).
+pub(crate) struct Log;
+
+impl Capability for Log {
+    const INTERFACES: &'static [&'static str] = &["log"];
+    type Shared = Arc<LogBudget>;
+    type Instance = Arc<LogBudget>;
+
+    fn shared(setup: &Setup<'_>) -> Arc<LogBudget> {
+        Arc::new(LogBudget::of(setup.limits))
+    }
+
+    fn instance(shared: &Arc<LogBudget>) -> Arc<LogBudget> {
+        Arc::clone(shared)
+    }
+
+    fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<HostState, Lend<Self>>(linker, <HostState as Has<Self>>::view)
+    }
+}
 
 /// Records the host keeps of one message, so a chatty adapter costs bounded
 /// memory per record.
@@ -151,7 +176,7 @@ fn guest_enabled(level: Level) -> bool {
     }
 }
 
-impl Host for HostState {
+impl Host for View<'_, Log> {
     /// Whether the subscriber wants the level, whatever is left of the
     /// budget: a guest asks this to skip building a record, and a record it
     /// sends over the budget is dropped anyway.
@@ -165,10 +190,10 @@ impl Host for HostState {
         message: String,
         fields: Vec<(String, String)>,
     ) -> wasmtime::Result<()> {
-        let adapter = self.identity.name.as_str();
+        let adapter = self.env.identity.name.as_str();
         // A record the subscriber would discard takes nothing of the budget;
         // one over the budget costs nothing more than this check.
-        if !guest_enabled(level) || !self.log_budget.pass(adapter) {
+        if !guest_enabled(level) || !self.this.pass(adapter) {
             return Ok(());
         }
         let message = clip(&message, MAX_MESSAGE);

@@ -1,28 +1,170 @@
-//! The imports the host lends an adapter, one module per interface, and the
-//! linker that holds them.
+//! The capabilities the host lends an adapter, one module each, all of one
+//! shape ([`Capability`]): the `pando:runtime` interfaces it lends, what an
+//! adapter's instances share (made once at load), what one instance's store
+//! holds for it, and its linker set-up. Its imports are implemented on a
+//! [`View`]: the store's [`Env`] and the capability's own state, nothing of
+//! the others'. The list at the bottom is the one place that names them
+//! all: a new capability is its module and one line there.
 
 pub mod call;
+pub(crate) mod env;
 pub mod events;
 pub mod kubernetes;
 pub mod log;
 pub mod streams;
 
+use std::marker::PhantomData;
+
 use wasmtime::Engine;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{HasData, Linker};
 
-use crate::bindings::v0_1::pando::runtime as v0_1;
+use crate::grants::Grants;
+use crate::limits::Limits;
+use crate::load::LoadOptions;
 use crate::state::HostState;
+use env::Env;
 
-/// A linker with every import of `pando:runtime@0.1.0` and WASI 0.2. What an
-/// adapter may actually use was checked at load (`loader`): the linker
-/// offers, the grants decide.
+/// What a capability is given at load to make what the adapter's instances
+/// share.
+pub(crate) struct Setup<'a> {
+    pub(crate) limits: &'a Limits,
+    pub(crate) options: &'a LoadOptions,
+}
+
+/// One capability the host lends.
+pub(crate) trait Capability: Sized + 'static {
+    /// The `pando:runtime` interfaces it lends, by name without package or
+    /// version (what the load-time check asks of an import).
+    const INTERFACES: &'static [&'static str];
+    /// What the adapter's instances share, made once at load.
+    type Shared: Send + Sync + 'static;
+    /// What one instance's store holds for it.
+    type Instance: Send + 'static;
+
+    /// Why an adapter with `grants` may not import this capability, if it
+    /// may not (asked at load, before anything is compiled).
+    fn refusal(grants: &Grants) -> Option<String> {
+        let _ = grants;
+        None
+    }
+
+    /// Made once when the adapter is loaded.
+    fn shared(setup: &Setup<'_>) -> Self::Shared;
+    /// Made for each new instance.
+    fn instance(shared: &Self::Shared) -> Self::Instance;
+    /// Adds its interfaces to the linker (every adapter gets the same
+    /// linker: what an adapter may use was decided by the check at load and
+    /// by its grants, not by what is linked).
+    fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()>;
+}
+
+/// What a capability's imports work on.
+pub(crate) struct View<'a, C: Capability> {
+    pub(crate) env: &'a mut Env,
+    pub(crate) this: &'a mut C::Instance,
+}
+
+/// wasmtime's [`HasData`] for a capability: its imports see a [`View`].
+pub(crate) struct Lend<C>(PhantomData<C>);
+
+impl<C: Capability> HasData for Lend<C> {
+    type Data<'a> = View<'a, C>;
+}
+
+/// A store's state lends each capability its view.
+pub(crate) trait Has<C: Capability> {
+    /// The capability's view of this store.
+    fn view(&mut self) -> View<'_, C>;
+}
+
+/// Interfaces of `pando:runtime` that hold only types: importing them lends
+/// nothing.
+const TYPE_ONLY: &[&str] = &["types"];
+
+macro_rules! capabilities {
+    ($($field:ident: $cap:ty),* $(,)?) => {
+        /// What an adapter's instances share, one field per capability.
+        pub(crate) struct Shared {
+            $(pub(crate) $field: <$cap as Capability>::Shared,)*
+        }
+
+        /// What one store holds, one field per capability.
+        pub(crate) struct Instances {
+            $(pub(crate) $field: <$cap as Capability>::Instance,)*
+        }
+
+        impl Shared {
+            /// Every capability's shared state, at load.
+            pub(crate) fn new(setup: &Setup<'_>) -> Self {
+                Shared { $($field: <$cap as Capability>::shared(setup),)* }
+            }
+
+            /// Every capability's state for a new instance.
+            pub(crate) fn instances(&self) -> Instances {
+                Instances { $($field: <$cap as Capability>::instance(&self.$field),)* }
+            }
+        }
+
+        $(
+            impl Has<$cap> for HostState {
+                fn view(&mut self) -> View<'_, $cap> {
+                    let (env, instances) = self.parts();
+                    View { env, this: &mut instances.$field }
+                }
+            }
+        )*
+
+        fn add_all(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+            $(<$cap as Capability>::add_to_linker(linker)?;)*
+            Ok(())
+        }
+
+        /// Whether `interface` of `pando:runtime` is lent, and by which
+        /// capability (its field name here), to an adapter with `grants`
+        /// (`None`: any grants, as `inspect` asks).
+        pub(crate) fn lending(interface: &str, grants: Option<&Grants>) -> Lending {
+            $(
+                if <$cap as Capability>::INTERFACES.contains(&interface) {
+                    return match grants.and_then(<$cap as Capability>::refusal) {
+                        Some(why) => Lending::NotGranted(why),
+                        None => Lending::Lent(stringify!($field)),
+                    };
+                }
+            )*
+            if TYPE_ONLY.contains(&interface) {
+                return Lending::TypesOnly;
+            }
+            Lending::Unknown
+        }
+    };
+}
+
+capabilities! {
+    call: call::Call,
+    log: log::Log,
+    events: events::Events,
+    streams: streams::Streams,
+    kubernetes: kubernetes::Kubernetes,
+}
+
+/// What the load-time check learns of one `pando:runtime` import.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Lending {
+    /// Lent by this capability.
+    Lent(&'static str),
+    /// An interface of types only: nothing to lend.
+    TypesOnly,
+    /// A capability lends it, but not to an adapter with these grants: why.
+    NotGranted(String),
+    /// No capability lends it.
+    Unknown,
+}
+
+/// A linker with WASI 0.2 (inert: see `state.rs`) and every capability's
+/// imports of `pando:runtime@0.1.0`.
 pub(crate) fn linker_v0_1(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    v0_1::log::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-    v0_1::call::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-    v0_1::events::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-    v0_1::streams::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
-    v0_1::kubernetes::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    add_all(&mut linker)?;
     Ok(linker)
 }

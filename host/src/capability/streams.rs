@@ -5,27 +5,46 @@ use wasmtime::component::Resource;
 use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream, MemoryInputPipe};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
-use crate::bindings::v0_1::pando::runtime::streams::Host;
+use super::{Capability, Has, Lend, Setup, View};
+use crate::bindings::v0_1::pando::runtime::streams::{self as wit, Host};
 use crate::held::{HeldStream, Refused};
 use crate::state::HostState;
+
+/// `pando:runtime/streams`: its buffers draw on the adapter's stream budget
+/// in the store's [`Env`](super::env::Env).
+pub(crate) struct Streams;
+
+impl Capability for Streams {
+    const INTERFACES: &'static [&'static str] = &["streams"];
+    type Shared = ();
+    type Instance = ();
+
+    fn shared(_: &Setup<'_>) {}
+
+    fn instance((): &()) {}
+
+    fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<HostState, Lend<Self>>(linker, <HostState as Has<Self>>::view)
+    }
+}
 
 /// The most a pipe buffers, whatever the guest asks for.
 pub const MAX_PIPE_CAPACITY: u64 = 1 << 20;
 /// A pipe's write chunk.
 const CHUNK: usize = 64 << 10;
 
-impl Host for HostState {
+impl Host for View<'_, Streams> {
     async fn from_bytes(&mut self, bytes: Vec<u8>) -> wasmtime::Result<Resource<DynInputStream>> {
         // Over the budget the bytes are dropped here, and the stream the
         // guest gets says why on its first read.
-        let stream: DynInputStream = match self.hold("from-bytes", bytes.len() as u64) {
+        let stream: DynInputStream = match self.env.hold("from-bytes", bytes.len() as u64) {
             Ok(held) => {
                 let inner: DynInputStream = Box::new(MemoryInputPipe::new(Bytes::from(bytes)));
                 Box::new(HeldStream::new(inner, held))
             }
             Err(why) => Box::new(Refused(why)),
         };
-        Ok(self.table().push(stream)?)
+        Ok(self.env.table.push(stream)?)
     }
 
     async fn pipe(
@@ -36,8 +55,9 @@ impl Host for HostState {
         // Each end is a stream held open; the capacity is what the duplex
         // may buffer (the writer's chunk is within it).
         let held = self
+            .env
             .hold("pipe", capacity as u64)
-            .and_then(|w| Ok((w, self.hold("pipe", 0)?)));
+            .and_then(|w| Ok((w, self.env.hold("pipe", 0)?)));
         let (out, inp): (DynOutputStream, DynInputStream) = match held {
             Ok((held_out, held_in)) => {
                 // A duplex's halves close each other on drop, so dropping the
@@ -53,8 +73,8 @@ impl Host for HostState {
             }
             Err(why) => (Box::new(Refused(why.clone())), Box::new(Refused(why))),
         };
-        let out = self.table().push(out)?;
-        let inp = self.table().push(inp)?;
+        let out = self.env.table.push(out)?;
+        let inp = self.env.table.push(inp)?;
         Ok((out, inp))
     }
 }

@@ -61,6 +61,47 @@ impl std::fmt::Debug for KubeContext {
     }
 }
 
+/// `pando:runtime/kubernetes`: lent to an adapter whose grants have a
+/// `kubernetes` section and whose host was given a client; every instance
+/// shares the one [`KubeContext`].
+pub(crate) struct Kubernetes;
+
+impl super::Capability for Kubernetes {
+    const INTERFACES: &'static [&'static str] = &["kubernetes"];
+    type Shared = Option<KubeContext>;
+    type Instance = Option<KubeContext>;
+
+    fn refusal(grants: &crate::grants::Grants) -> Option<String> {
+        grants.kubernetes.is_none().then(|| {
+            "the Kubernetes API, but its grants have no `kubernetes` section; grant what it may \
+             reach (docs/grants.md), or load a component that does not import it"
+                .to_string()
+        })
+    }
+
+    fn shared(setup: &super::Setup<'_>) -> Option<KubeContext> {
+        let grants = setup.options.grants.kubernetes.as_ref()?;
+        let client = setup.options.kubernetes.clone()?;
+        Some(KubeContext::new(client, grants).with_cache(setup.options.kubernetes_cache.clone()))
+    }
+
+    fn instance(shared: &Option<KubeContext>) -> Option<KubeContext> {
+        shared.clone()
+    }
+
+    fn add_to_linker(
+        linker: &mut wasmtime::component::Linker<crate::state::HostState>,
+    ) -> wasmtime::Result<()> {
+        use crate::bindings::v0_1::pando::runtime::kubernetes as wit;
+        use crate::state::HostState;
+
+        wit::add_to_linker::<HostState, super::Lend<Self>>(
+            linker,
+            <HostState as super::Has<Self>>::view,
+        )
+    }
+}
+
 impl KubeContext {
     /// A context reaching the cluster with `client`, within `grants`.
     pub fn new(client: kube::Client, grants: &KubernetesGrants) -> Self {
@@ -104,12 +145,12 @@ mod host_impl {
     use wasmtime::component::Resource;
     use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, DynPollable, subscribe};
 
-    use super::{ExecSession, WatchStream};
+    use super::{ExecSession, Kubernetes, WatchStream};
     use crate::bindings::v0_1::pando::runtime::kubernetes::{
         ApiError, ExecRequest, Host, HostExecSession, HostWatchStream, LogRequest, Request,
         Response, WatchEnd, WatchEvent, WatchRequest,
     };
-    use crate::state::HostState;
+    use crate::capability::View;
 
     /// Races a Kubernetes call against the call's cancellation, so a guest
     /// waiting on the cluster (or on the rate budget) is told `cancelled`
@@ -153,14 +194,14 @@ mod host_impl {
         )
     }
 
-    impl Host for HostState {
+    impl Host for View<'_, Kubernetes> {
         async fn send(&mut self, request: Request) -> wasmtime::Result<Result<Response, ApiError>> {
-            let Some(kube) = self.kubernetes.clone() else {
+            let Some(kube) = self.this.clone() else {
                 return Ok(Err(no_cluster()));
             };
             Ok(bounded(
-                self.call.cancel.clone(),
-                kube.send(&self.identity.name, request, self.call.deadline),
+                self.env.call.cancel.clone(),
+                kube.send(&self.env.identity.name, request, self.env.call.deadline),
             )
             .await)
         }
@@ -169,22 +210,22 @@ mod host_impl {
             &mut self,
             request: WatchRequest,
         ) -> wasmtime::Result<Result<Resource<WatchStream>, ApiError>> {
-            let Some(kube) = self.kubernetes.clone() else {
+            let Some(kube) = self.this.clone() else {
                 return Ok(Err(no_cluster()));
             };
-            let held = match self.hold("watch", super::watch::BUFFER_BYTES) {
+            let held = match self.env.hold("watch", super::watch::BUFFER_BYTES) {
                 Ok(h) => h,
                 Err(why) => return Ok(Err(over_limit(why))),
             };
             match bounded(
-                self.call.cancel.clone(),
-                kube.watch(&self.identity.name, request),
+                self.env.call.cancel.clone(),
+                kube.watch(&self.env.identity.name, request),
             )
             .await
             {
                 Ok(mut w) => {
                     w.held = Some(held);
-                    Ok(Ok(self.table().push(w)?))
+                    Ok(Ok(self.env.table.push(w)?))
                 }
                 Err(e) => Ok(Err(e)),
             }
@@ -194,22 +235,22 @@ mod host_impl {
             &mut self,
             request: LogRequest,
         ) -> wasmtime::Result<Result<Resource<DynInputStream>, ApiError>> {
-            let Some(kube) = self.kubernetes.clone() else {
+            let Some(kube) = self.this.clone() else {
                 return Ok(Err(no_cluster()));
             };
-            let held = match self.hold("logs", 0) {
+            let held = match self.env.hold("logs", 0) {
                 Ok(h) => h,
                 Err(why) => return Ok(Err(over_limit(why))),
             };
             match bounded(
-                self.call.cancel.clone(),
-                kube.logs(&self.identity.name, request),
+                self.env.call.cancel.clone(),
+                kube.logs(&self.env.identity.name, request),
             )
             .await
             {
                 Ok(s) => {
                     let s: DynInputStream = Box::new(crate::held::HeldStream::new(s, held));
-                    Ok(Ok(self.table().push(s)?))
+                    Ok(Ok(self.env.table.push(s)?))
                 }
                 Err(e) => Ok(Err(e)),
             }
@@ -219,42 +260,42 @@ mod host_impl {
             &mut self,
             request: ExecRequest,
         ) -> wasmtime::Result<Result<Resource<ExecSession>, ApiError>> {
-            let Some(kube) = self.kubernetes.clone() else {
+            let Some(kube) = self.this.clone() else {
                 return Ok(Err(no_cluster()));
             };
-            let held = match self.hold("exec", 0) {
+            let held = match self.env.hold("exec", 0) {
                 Ok(h) => h,
                 Err(why) => return Ok(Err(over_limit(why))),
             };
             match bounded(
-                self.call.cancel.clone(),
-                kube.exec(&self.identity.name, request),
+                self.env.call.cancel.clone(),
+                kube.exec(&self.env.identity.name, request),
             )
             .await
             {
                 Ok(mut s) => {
                     s.held = Some(held);
-                    Ok(Ok(self.table().push(s)?))
+                    Ok(Ok(self.env.table.push(s)?))
                 }
                 Err(e) => Ok(Err(e)),
             }
         }
     }
 
-    impl HostWatchStream for HostState {
+    impl HostWatchStream for View<'_, Kubernetes> {
         async fn subscribe(
             &mut self,
             w: Resource<WatchStream>,
         ) -> wasmtime::Result<Resource<DynPollable>> {
-            subscribe(self.table(), w)
+            subscribe(&mut self.env.table, w)
         }
 
         async fn next(
             &mut self,
             w: Resource<WatchStream>,
         ) -> wasmtime::Result<Result<WatchEvent, WatchEnd>> {
-            let cancel = self.call.cancel.clone();
-            let w = self.table().get_mut(&w)?;
+            let cancel = self.env.call.cancel.clone();
+            let w = self.env.table.get_mut(&w)?;
             Ok(w.next(&cancel).await)
         }
 
@@ -262,23 +303,23 @@ mod host_impl {
             &mut self,
             w: Resource<WatchStream>,
         ) -> wasmtime::Result<Result<Option<WatchEvent>, WatchEnd>> {
-            Ok(self.table().get_mut(&w)?.try_next())
+            Ok(self.env.table.get_mut(&w)?.try_next())
         }
 
         async fn drop(&mut self, w: Resource<WatchStream>) -> wasmtime::Result<()> {
-            self.table().delete(w)?;
+            self.env.table.delete(w)?;
             Ok(())
         }
     }
 
-    impl HostExecSession for HostState {
+    impl HostExecSession for View<'_, Kubernetes> {
         async fn stdin(
             &mut self,
             s: Resource<ExecSession>,
         ) -> wasmtime::Result<Option<Resource<DynOutputStream>>> {
-            let taken = self.table().get_mut(&s)?.stdin.take();
+            let taken = self.env.table.get_mut(&s)?.stdin.take();
             Ok(match taken {
-                Some(out) => Some(self.table().push(out)?),
+                Some(out) => Some(self.env.table.push(out)?),
                 None => None,
             })
         }
@@ -287,9 +328,9 @@ mod host_impl {
             &mut self,
             s: Resource<ExecSession>,
         ) -> wasmtime::Result<Option<Resource<DynInputStream>>> {
-            let taken = self.table().get_mut(&s)?.stdout.take();
+            let taken = self.env.table.get_mut(&s)?.stdout.take();
             Ok(match taken {
-                Some(inp) => Some(self.table().push(inp)?),
+                Some(inp) => Some(self.env.table.push(inp)?),
                 None => None,
             })
         }
@@ -298,9 +339,9 @@ mod host_impl {
             &mut self,
             s: Resource<ExecSession>,
         ) -> wasmtime::Result<Option<Resource<DynInputStream>>> {
-            let taken = self.table().get_mut(&s)?.stderr.take();
+            let taken = self.env.table.get_mut(&s)?.stderr.take();
             Ok(match taken {
-                Some(inp) => Some(self.table().push(inp)?),
+                Some(inp) => Some(self.env.table.push(inp)?),
                 None => None,
             })
         }
@@ -311,25 +352,25 @@ mod host_impl {
             cols: u16,
             rows: u16,
         ) -> wasmtime::Result<Result<(), ApiError>> {
-            Ok(self.table().get_mut(&s)?.resize(cols, rows).await)
+            Ok(self.env.table.get_mut(&s)?.resize(cols, rows).await)
         }
 
         async fn subscribe(
             &mut self,
             s: Resource<ExecSession>,
         ) -> wasmtime::Result<Resource<DynPollable>> {
-            subscribe(self.table(), s)
+            subscribe(&mut self.env.table, s)
         }
 
         async fn wait(
             &mut self,
             s: Resource<ExecSession>,
         ) -> wasmtime::Result<Result<i32, ApiError>> {
-            Ok(self.table().get_mut(&s)?.wait().await)
+            Ok(self.env.table.get_mut(&s)?.wait().await)
         }
 
         async fn drop(&mut self, s: Resource<ExecSession>) -> wasmtime::Result<()> {
-            self.table().delete(s)?;
+            self.env.table.delete(s)?;
             Ok(())
         }
     }

@@ -1,0 +1,127 @@
+//! What every capability of a store may borrow: the resource table, the call
+//! in progress, the adapter's identity, the store's clock and the adapter's
+//! budget for what the host holds for it. The runtime writes these (a call
+//! begins and ends, the adapter is renamed); capabilities read them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::ResourceTable;
+
+use crate::held::{Held, HeldBudget};
+
+/// Why a running guest was stopped by the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stopped {
+    Deadline,
+    Cancelled,
+}
+
+/// How long a cancelled guest has to return on its own (a watch that sees
+/// its cancellation pollable and ends cleanly) before it is stopped.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// The call in progress on a store.
+#[derive(Debug, Clone)]
+pub(crate) struct ActiveCall {
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) stopped: Option<Stopped>,
+    /// When the epoch hook first saw the cancellation.
+    cancel_seen: Option<Instant>,
+}
+
+impl ActiveCall {
+    pub(crate) fn new(deadline: Option<Instant>, cancel: CancellationToken) -> Self {
+        ActiveCall {
+            deadline,
+            cancel,
+            stopped: None,
+            cancel_seen: None,
+        }
+    }
+
+    pub(crate) fn idle() -> Self {
+        Self::new(None, CancellationToken::new())
+    }
+
+    /// Back to idle after a call. The call's token stays until the next
+    /// call replaces it (no guest code runs in between, so nothing asks
+    /// it): making a fresh token here cost an allocation on every call.
+    pub(crate) fn finish(&mut self) {
+        self.deadline = None;
+        self.stopped = None;
+        self.cancel_seen = None;
+    }
+
+    /// Whether the call is over for the guest (cancelled or past its
+    /// deadline): what `call.is-cancelled` answers.
+    pub(crate) fn is_over(&self) -> bool {
+        self.cancel.is_cancelled() || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Whether the host must stop the guest now, and why: at the deadline,
+    /// or [`CANCEL_GRACE`] after a cancellation.
+    pub(crate) fn should_stop(&mut self) -> Option<Stopped> {
+        let now = Instant::now();
+        if self.deadline.is_some_and(|d| now >= d) {
+            return Some(Stopped::Deadline);
+        }
+        if self.cancel.is_cancelled() {
+            let seen = *self.cancel_seen.get_or_insert(now);
+            if now.duration_since(seen) >= CANCEL_GRACE {
+                return Some(Stopped::Cancelled);
+            }
+        }
+        None
+    }
+}
+
+/// The adapter's identity, for logs and audit.
+#[derive(Debug)]
+pub(crate) struct Identity {
+    /// The adapter's name as the host knows it (its kind unless renamed).
+    pub(crate) name: String,
+}
+
+/// What one store's capabilities share.
+pub(crate) struct Env {
+    pub(crate) table: ResourceTable,
+    pub(crate) call: ActiveCall,
+    pub(crate) identity: Arc<Identity>,
+    /// The monotonic clock's zero, shared with the guest's
+    /// `wasi:clocks/monotonic-clock` so deadlines translate exactly.
+    pub(crate) clock_base: Instant,
+    /// The adapter's budget for streams and their buffers, shared by all
+    /// its instances.
+    held_budget: Arc<HeldBudget>,
+    /// Holdings made through this store and still alive.
+    held_here: Arc<AtomicU32>,
+}
+
+impl Env {
+    pub(crate) fn new(identity: Arc<Identity>, held_budget: Arc<HeldBudget>) -> Self {
+        Env {
+            table: ResourceTable::new(),
+            call: ActiveCall::idle(),
+            identity,
+            clock_base: Instant::now(),
+            held_budget,
+            held_here: Arc::new(AtomicU32::new(0)),
+        }
+    }
+
+    /// Takes from the adapter's stream budget for `what` (see
+    /// [`crate::held`]).
+    pub(crate) fn hold(&self, what: &str, bytes: u64) -> Result<Held, String> {
+        self.held_budget.take(&self.held_here, what, bytes)
+    }
+
+    /// Whether streams or sessions opened through this store are still
+    /// alive: in its table, or handed to core.
+    pub(crate) fn holds_anything(&self) -> bool {
+        self.held_here.load(Ordering::Acquire) > 0
+    }
+}
