@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::capability::kubernetes::send;
 use crate::capability::log;
-use crate::ratelimit::RateLimiter;
-use crate::state::Identity;
-use crate::stderr::StderrTail;
+use crate::capability::ratelimit::RateLimiter;
+use crate::runtime::state::Identity;
+use crate::runtime::stderr::StderrTail;
 
 /// The URI `kubernetes.send` and `kubernetes.watch` put on the wire for a
 /// guest's `path` and `query` (the query encoded by the host).

@@ -18,40 +18,32 @@
 //! ```
 
 pub mod adapter;
-pub mod bindings;
-mod breaker;
-pub mod cache;
 pub mod call;
 pub mod capability;
 pub mod check;
-mod engine;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod grants;
-mod held;
 pub mod kubecache;
-pub mod limits;
 mod load;
 mod metrics;
-mod pool;
-pub mod ratelimit;
-mod runner;
-mod state;
-mod stderr;
+pub mod runtime;
 pub mod streams;
 pub mod types;
 
 pub use adapter::{Adapter, ExecSession};
-pub use breaker::Quarantine;
-pub use cache::{CacheOutcome, CompileCache};
 pub use call::CallContext;
+pub use capability::held::HeldUsage;
+pub use capability::ratelimit;
 pub use check::{ComponentShape, SERVED_VERSIONS, World};
-pub use engine::{EPOCH_TICK, EngineSettings};
 pub use error::{CallError, LoadError};
 pub use grants::Grants;
-pub use held::HeldUsage;
-pub use limits::Limits;
 pub use load::{Host, HostBuilder, LoadOptions};
-pub use state::{CANCEL_GRACE, HostState};
+pub use runtime::breaker::Quarantine;
+pub use runtime::cache::{CacheOutcome, CompileCache};
+pub use runtime::engine::{EPOCH_TICK, EngineSettings};
+pub use runtime::limits::Limits;
+pub use runtime::state::{CANCEL_GRACE, HostState};
+pub use runtime::{bindings, cache, limits};
 pub use tokio_util::sync::CancellationToken;

@@ -9,16 +9,16 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::{Component, Linker};
 
 use crate::adapter::{Adapter, AdapterInner, Inspection};
-use crate::cache::{self, CacheOutcome, CompileCache};
 use crate::capability;
 use crate::check::{self, ComponentShape};
-use crate::engine::{EngineSettings, SharedEngine};
 use crate::error::{CallError, LoadError};
 use crate::grants::Grants;
-use crate::limits::Limits;
-use crate::pool::{Factory, Instance, Pool};
-use crate::runner;
-use crate::state::{HostState, Identity};
+use crate::runtime::cache::{self, CacheOutcome, CompileCache};
+use crate::runtime::engine::{EngineSettings, SharedEngine};
+use crate::runtime::limits::Limits;
+use crate::runtime::pool::{Factory, Instance, Pool};
+use crate::runtime::runner;
+use crate::runtime::state::{HostState, Identity};
 use crate::types::KindInfo;
 
 /// How long loading may spend instantiating and configuring the first
@@ -266,7 +266,7 @@ impl Host {
             load_ms = started.elapsed().as_secs_f64() * 1e3,
             "adapter loaded"
         );
-        let breaker = crate::breaker::Breaker::new(
+        let breaker = crate::runtime::breaker::Breaker::new(
             options.limits.quarantine_after,
             options.limits.quarantine_backoff,
         );

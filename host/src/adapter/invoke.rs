@@ -11,12 +11,12 @@ use tracing::Instrument;
 use wasmtime::Store;
 
 use super::Adapter;
-use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
 use crate::call::CallContext;
 use crate::error::CallError;
-use crate::pool::Lease;
-use crate::runner;
-use crate::state::HostState;
+use crate::runtime::bindings::v0_1::exports::pando::runtime::adapter::Guest;
+use crate::runtime::pool::Lease;
+use crate::runtime::runner;
+use crate::runtime::state::HostState;
 use crate::types::Error;
 
 /// Where a call's instance comes from.

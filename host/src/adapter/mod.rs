@@ -19,14 +19,14 @@ use tokio::sync::mpsc;
 use wasmtime_wasi::p2::DynInputStream;
 use wasmtime_wasi::p2::pipe::AsyncReadStream;
 
-use crate::cache::CacheOutcome;
 use crate::call::CallContext;
 use crate::capability::events::BundleSink;
 use crate::check::ComponentShape;
 use crate::error::CallError;
-use crate::limits::Limits;
-use crate::pool::Pool;
-use crate::state::Identity;
+use crate::runtime::cache::CacheOutcome;
+use crate::runtime::limits::Limits;
+use crate::runtime::pool::Pool;
+use crate::runtime::state::Identity;
 use crate::streams::{ByteStream, channel_output};
 use crate::types::*;
 
@@ -52,7 +52,7 @@ pub(crate) struct AdapterInner {
     pub(crate) limits: Limits,
     pub(crate) grants: crate::grants::Grants,
     pub(crate) pool: Arc<Pool>,
-    pub(crate) breaker: crate::breaker::Breaker,
+    pub(crate) breaker: crate::runtime::breaker::Breaker,
     /// The host's metrics, which count this adapter's calls, and its name
     /// as their label.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
@@ -146,7 +146,7 @@ impl Adapter {
 
     /// The adapter's quarantine, if it is in one: after repeated faults its
     /// calls fail at once with [`CallError::Quarantined`] until this ends.
-    pub fn quarantine(&self) -> Option<crate::breaker::Quarantine> {
+    pub fn quarantine(&self) -> Option<crate::runtime::breaker::Quarantine> {
         self.inner.breaker.quarantine()
     }
 

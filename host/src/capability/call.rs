@@ -8,8 +8,8 @@ use wasmtime::component::Resource;
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 
 use super::{Capability, Has, Lend, Setup, View};
-use crate::bindings::v0_1::pando::runtime::call::{self as wit, Host};
-use crate::state::HostState;
+use crate::runtime::bindings::v0_1::pando::runtime::call::{self as wit, Host};
+use crate::runtime::state::HostState;
 
 /// `pando:runtime/call`: nothing of its own; it reads the call in progress
 /// from the store's [`Env`](super::env::Env).

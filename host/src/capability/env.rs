@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 
-use crate::held::{Held, HeldBudget};
+use crate::capability::held::{Held, HeldBudget};
 
 /// Why a running guest was stopped by the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +114,7 @@ impl Env {
     }
 
     /// Takes from the adapter's stream budget for `what` (see
-    /// [`crate::held`]).
+    /// [`crate::capability::held`]).
     pub(crate) fn hold(&self, what: &str, bytes: u64) -> Result<Held, String> {
         self.held_budget.take(&self.held_here, what, bytes)
     }

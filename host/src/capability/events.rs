@@ -5,10 +5,10 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Resource;
 
 use super::{Capability, Has, Lend, Setup, View};
-use crate::bindings::v0_1::pando::runtime::events::{
+use crate::runtime::bindings::v0_1::pando::runtime::events::{
     self as wit, Host, HostBundleSink, SinkClosed,
 };
-use crate::state::HostState;
+use crate::runtime::state::HostState;
 use crate::types::BundleEvent;
 
 /// A sink lent for one watch: a bounded channel to core, so a slow consumer

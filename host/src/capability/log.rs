@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use super::{Capability, Has, Lend, Setup, View};
-use crate::bindings::v0_1::pando::runtime::log::{self as wit, Host, Level};
-use crate::limits::Limits;
-use crate::ratelimit::RateLimiter;
-use crate::state::HostState;
+use crate::capability::ratelimit::RateLimiter;
+use crate::runtime::bindings::v0_1::pando::runtime::log::{self as wit, Host, Level};
+use crate::runtime::limits::Limits;
+use crate::runtime::state::HostState;
 
 /// `pando:runtime/log`: every instance draws on the adapter's one
 /// [`LogBudget`] (the guest's stderr draws on it too: see `stderr.rs`).

@@ -9,8 +9,10 @@
 pub mod call;
 pub(crate) mod env;
 pub mod events;
+pub(crate) mod held;
 pub mod kubernetes;
 pub mod log;
+pub mod ratelimit;
 pub mod streams;
 
 use std::marker::PhantomData;
@@ -19,9 +21,9 @@ use wasmtime::Engine;
 use wasmtime::component::{HasData, Linker};
 
 use crate::grants::Grants;
-use crate::limits::Limits;
 use crate::load::LoadOptions;
-use crate::state::HostState;
+use crate::runtime::limits::Limits;
+use crate::runtime::state::HostState;
 use env::Env;
 
 /// What a capability is given at load to make what the adapter's instances

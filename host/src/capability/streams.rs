@@ -6,9 +6,9 @@ use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream, MemoryInputPipe
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use super::{Capability, Has, Lend, Setup, View};
-use crate::bindings::v0_1::pando::runtime::streams::{self as wit, Host};
-use crate::held::{HeldStream, Refused};
-use crate::state::HostState;
+use crate::capability::held::{HeldStream, Refused};
+use crate::runtime::bindings::v0_1::pando::runtime::streams::{self as wit, Host};
+use crate::runtime::state::HostState;
 
 /// `pando:runtime/streams`: its buffers draw on the adapter's stream budget
 /// in the store's [`Env`](super::env::Env).

@@ -21,10 +21,10 @@ mod writes;
 
 use std::sync::Arc;
 
+use crate::capability::ratelimit::{ByteBudget, RateLimiter};
 use crate::grants::KubernetesGrants;
 use crate::grants::check::{Checker, GrantUsage};
 use crate::grants::objects::ObjectPolicy;
-use crate::ratelimit::{ByteBudget, RateLimiter};
 
 pub(crate) use admission::denial_message;
 pub use exec::ExecSession;
@@ -90,10 +90,10 @@ impl super::Capability for Kubernetes {
     }
 
     fn add_to_linker(
-        linker: &mut wasmtime::component::Linker<crate::state::HostState>,
+        linker: &mut wasmtime::component::Linker<crate::runtime::state::HostState>,
     ) -> wasmtime::Result<()> {
-        use crate::bindings::v0_1::pando::runtime::kubernetes as wit;
-        use crate::state::HostState;
+        use crate::runtime::bindings::v0_1::pando::runtime::kubernetes as wit;
+        use crate::runtime::state::HostState;
 
         wit::add_to_linker::<HostState, super::Lend<Self>>(
             linker,
@@ -146,11 +146,11 @@ mod host_impl {
     use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, DynPollable, subscribe};
 
     use super::{ExecSession, Kubernetes, WatchStream};
-    use crate::bindings::v0_1::pando::runtime::kubernetes::{
+    use crate::capability::View;
+    use crate::runtime::bindings::v0_1::pando::runtime::kubernetes::{
         ApiError, ExecRequest, Host, HostExecSession, HostWatchStream, LogRequest, Request,
         Response, WatchEnd, WatchEvent, WatchRequest,
     };
-    use crate::capability::View;
 
     /// Races a Kubernetes call against the call's cancellation, so a guest
     /// waiting on the cluster (or on the rate budget) is told `cancelled`
@@ -167,7 +167,7 @@ mod host_impl {
         fut: impl std::future::Future<Output = Result<T, ApiError>>,
     ) -> Result<T, ApiError> {
         if cancel.is_cancelled() {
-            return tokio::time::timeout(crate::state::CANCEL_GRACE, fut)
+            return tokio::time::timeout(crate::runtime::state::CANCEL_GRACE, fut)
                 .await
                 .unwrap_or(Err(ApiError::Cancelled));
         }
@@ -180,10 +180,12 @@ mod host_impl {
     /// A stream refused over one of the adapter's limits, before anything
     /// was sent.
     fn over_limit(why: String) -> ApiError {
-        ApiError::Denied(crate::bindings::v0_1::pando::runtime::kubernetes::Denial {
-            message: why,
-            missing_grant: "(none: a host limit, `limits.max_streams`, not a grant)".into(),
-        })
+        ApiError::Denied(
+            crate::runtime::bindings::v0_1::pando::runtime::kubernetes::Denial {
+                message: why,
+                missing_grant: "(none: a host limit, `limits.max_streams`, not a grant)".into(),
+            },
+        )
     }
 
     fn no_cluster() -> ApiError {
@@ -249,7 +251,8 @@ mod host_impl {
             .await
             {
                 Ok(s) => {
-                    let s: DynInputStream = Box::new(crate::held::HeldStream::new(s, held));
+                    let s: DynInputStream =
+                        Box::new(crate::capability::held::HeldStream::new(s, held));
                     Ok(Ok(self.env.table.push(s)?))
                 }
                 Err(e) => Ok(Err(e)),

@@ -10,10 +10,10 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 pub use crate::capability::env::CANCEL_GRACE;
 use crate::capability::env::Env;
 pub(crate) use crate::capability::env::{ActiveCall, Identity, Stopped};
+use crate::capability::held::HeldBudget;
 use crate::capability::{Instances, Shared};
-use crate::held::HeldBudget;
-use crate::limits::{Limiter, Limits};
-use crate::stderr::StderrTail;
+use crate::runtime::limits::{Limiter, Limits};
+use crate::runtime::stderr::StderrTail;
 
 /// The data of one adapter instance's store.
 pub struct HostState {

@@ -16,14 +16,14 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Component;
 use wasmtime::{Store, UpdateDeadline};
 
-use crate::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
 use crate::capability::Shared;
-use crate::engine::SharedEngine;
+use crate::capability::held::HeldBudget;
 use crate::error::CallError;
-use crate::held::HeldBudget;
-use crate::limits::Limits;
-use crate::runner;
-use crate::state::{HostState, Identity};
+use crate::runtime::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
+use crate::runtime::engine::SharedEngine;
+use crate::runtime::limits::Limits;
+use crate::runtime::runner;
+use crate::runtime::state::{HostState, Identity};
 
 /// One configured instance.
 pub(crate) struct Instance {

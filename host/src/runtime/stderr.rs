@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use tokio::io::AsyncWrite;
 
 use crate::capability::log::LogBudget;
-use crate::state::Identity;
+use crate::runtime::state::Identity;
 
 /// How much of the tail is kept.
 const TAIL: usize = 8 << 10;
