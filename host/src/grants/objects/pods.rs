@@ -22,133 +22,171 @@ const DEFAULT_TOLERATION_KEYS: [&str; 2] = [
 /// grants (`kubernetes.objects.pods[0]`, or `the default pod rule`).
 pub(crate) fn check(rule: &PodRule, rule_at: &str, pod: &PodView<'_>) -> Result<(), Violation> {
     pss::check(rule.profile, pod)?;
-    let spec = pod.spec;
-    let at = pod.spec_at;
-    let fail = |id: &'static str,
-                statement: &str,
-                field: String,
-                problem: String,
-                grant: Option<String>| Violation {
+    let c = PodCheck {
+        rule,
+        rule_at,
+        spec: pod.spec,
+        at: pod.spec_at,
+    };
+    c.placement()?;
+    c.service_accounts()?;
+    c.tolerations()?;
+    if !rule.service_account_token {
+        c.no_token()?;
+    }
+    Ok(())
+}
+
+/// One pod spec against one rule.
+struct PodCheck<'a> {
+    rule: &'a PodRule,
+    rule_at: &'a str,
+    spec: &'a Value,
+    at: &'a str,
+}
+
+fn fail(
+    id: &'static str,
+    statement: &str,
+    field: String,
+    problem: String,
+    grant: Option<String>,
+) -> Violation {
+    Violation {
         rule: id,
         statement: statement.into(),
         field,
         problem,
         grant,
-    };
-    let text = |key: &str| {
-        string(spec, key).map_err(|p| {
+    }
+}
+
+impl PodCheck<'_> {
+    fn text(&self, key: &str) -> Result<Option<&str>, Violation> {
+        string(self.spec, key).map_err(|p| {
             fail(
                 "pods.malformed",
                 "pod fields have their types",
-                format!("{at}.{key}"),
+                format!("{}.{key}", self.at),
                 p,
                 None,
             )
         })
-    };
+    }
 
-    if let Some(node) = text("nodeName")?.filter(|n| !n.is_empty()) {
-        return Err(fail(
-            "pods.node-name",
-            "pods are placed by the scheduler",
-            format!("{at}.nodeName"),
-            format!(
-                "is set (`{}`); select nodes with nodeSelector or affinity",
-                shown(node)
-            ),
-            None,
-        ));
-    }
-    if let Some(class) = text("priorityClassName")?.filter(|c| !c.is_empty())
-        && !rule.priority_classes.iter().any(|c| c == class)
-    {
-        return Err(fail(
-            "pods.priority-classes",
-            "pods use only the priority classes the grants list",
-            format!("{at}.priorityClassName"),
-            format!("is `{}`", shown(class)),
-            Some(format!(
-                "{rule_at}.priority_classes: [\"{}\"]",
-                shown(class)
-            )),
-        ));
-    }
-    if let Some(class) = text("runtimeClassName")?.filter(|c| !c.is_empty())
-        && !rule.runtime_classes.iter().any(|c| c == class)
-    {
-        return Err(fail(
-            "pods.runtime-classes",
-            "pods use only the runtime classes the grants list",
-            format!("{at}.runtimeClassName"),
-            format!("is `{}`", shown(class)),
-            Some(format!("{rule_at}.runtime_classes: [\"{}\"]", shown(class))),
-        ));
-    }
-    for key in ["serviceAccountName", "serviceAccount"] {
-        if let Some(sa) = text(key)?.filter(|s| !s.is_empty() && *s != "default")
-            && !rule.service_accounts.iter().any(|s| s == sa)
+    /// The node, priority class and runtime class.
+    fn placement(&self) -> Result<(), Violation> {
+        let (at, rule, rule_at) = (self.at, self.rule, self.rule_at);
+        if let Some(node) = self.text("nodeName")?.filter(|n| !n.is_empty()) {
+            return Err(fail(
+                "pods.node-name",
+                "pods are placed by the scheduler",
+                format!("{at}.nodeName"),
+                format!(
+                    "is set (`{}`); select nodes with nodeSelector or affinity",
+                    shown(node)
+                ),
+                None,
+            ));
+        }
+        if let Some(class) = self.text("priorityClassName")?.filter(|c| !c.is_empty())
+            && !rule.priority_classes.iter().any(|c| c == class)
         {
             return Err(fail(
-                "pods.service-accounts",
-                "pods run only as the service accounts the grants list",
-                format!("{at}.{key}"),
-                format!("is `{}`", shown(sa)),
-                Some(format!("{rule_at}.service_accounts: [\"{}\"]", shown(sa))),
+                "pods.priority-classes",
+                "pods use only the priority classes the grants list",
+                format!("{at}.priorityClassName"),
+                format!("is `{}`", shown(class)),
+                Some(format!(
+                    "{rule_at}.priority_classes: [\"{}\"]",
+                    shown(class)
+                )),
             ));
         }
-    }
-    let tolerations = list(spec, "tolerations").map_err(|p| {
-        fail(
-            "pods.tolerations",
-            "pods tolerate only the taints the grants list",
-            format!("{at}.tolerations"),
-            p,
-            None,
-        )
-    })?;
-    for (i, t) in tolerations.iter().enumerate() {
-        if !toleration_allowed(rule, t) {
+        if let Some(class) = self.text("runtimeClassName")?.filter(|c| !c.is_empty())
+            && !rule.runtime_classes.iter().any(|c| c == class)
+        {
             return Err(fail(
+                "pods.runtime-classes",
+                "pods use only the runtime classes the grants list",
+                format!("{at}.runtimeClassName"),
+                format!("is `{}`", shown(class)),
+                Some(format!("{rule_at}.runtime_classes: [\"{}\"]", shown(class))),
+            ));
+        }
+        Ok(())
+    }
+
+    fn service_accounts(&self) -> Result<(), Violation> {
+        for key in ["serviceAccountName", "serviceAccount"] {
+            if let Some(sa) = self.text(key)?.filter(|s| !s.is_empty() && *s != "default")
+                && !self.rule.service_accounts.iter().any(|s| s == sa)
+            {
+                return Err(fail(
+                    "pods.service-accounts",
+                    "pods run only as the service accounts the grants list",
+                    format!("{}.{key}", self.at),
+                    format!("is `{}`", shown(sa)),
+                    Some(format!(
+                        "{}.service_accounts: [\"{}\"]",
+                        self.rule_at,
+                        shown(sa)
+                    )),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn tolerations(&self) -> Result<(), Violation> {
+        let refused = |field: String, problem: String, grant: Option<String>| {
+            fail(
                 "pods.tolerations",
                 "pods tolerate only the taints the grants list",
-                format!("{at}.tolerations[{i}]"),
-                format!("is {}", super::fields::shown_value(t)),
-                Some(format!("{rule_at}.tolerations")),
-            ));
+                field,
+                problem,
+                grant,
+            )
+        };
+        let tolerations = list(self.spec, "tolerations")
+            .map_err(|p| refused(format!("{}.tolerations", self.at), p, None))?;
+        for (i, t) in tolerations.iter().enumerate() {
+            if !toleration_allowed(self.rule, t) {
+                return Err(refused(
+                    format!("{}.tolerations[{i}]", self.at),
+                    format!("is {}", super::fields::shown_value(t)),
+                    Some(format!("{}.tolerations", self.rule_at)),
+                ));
+            }
         }
+        Ok(())
     }
-    if !rule.service_account_token {
+
+    /// No service-account token, neither automounted nor projected.
+    fn no_token(&self) -> Result<(), Violation> {
+        let at = self.at;
         let token = |field: String, problem: &str| {
             fail(
                 "pods.service-account-token",
                 "pods mount no service-account token",
                 field,
                 problem.into(),
-                Some(format!("{rule_at}.service_account_token: true")),
+                Some(format!("{}.service_account_token: true", self.rule_at)),
             )
         };
-        match get(spec, "automountServiceAccountToken") {
+        let automount = format!("{at}.automountServiceAccountToken");
+        match get(self.spec, "automountServiceAccountToken") {
             Some(Value::Bool(false)) => {}
-            Some(Value::Bool(true)) => {
-                return Err(token(
-                    format!("{at}.automountServiceAccountToken"),
-                    "is true",
-                ));
-            }
+            Some(Value::Bool(true)) => return Err(token(automount, "is true")),
             None => {
                 return Err(token(
-                    format!("{at}.automountServiceAccountToken"),
+                    automount,
                     "is not set to false (unset mounts the token)",
                 ));
             }
-            Some(_) => {
-                return Err(token(
-                    format!("{at}.automountServiceAccountToken"),
-                    "is not a boolean",
-                ));
-            }
+            Some(_) => return Err(token(automount, "is not a boolean")),
         }
-        let volumes = list(spec, "volumes").map_err(|p| token(format!("{at}.volumes"), &p))?;
+        let volumes = list(self.spec, "volumes").map_err(|p| token(format!("{at}.volumes"), &p))?;
         for (i, v) in volumes.iter().enumerate() {
             let Some(projected) = get(v, "projected") else {
                 continue;
@@ -164,8 +202,8 @@ pub(crate) fn check(rule: &PodRule, rule_at: &str, pod: &PodView<'_>) -> Result<
                 }
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Whether toleration `t` is one the grants list (or the API server's own).
