@@ -192,25 +192,7 @@ impl KubeContext {
         req: &Request,
         answer_by: Option<Instant>,
     ) -> Result<Policed, Refusal> {
-        let form = match (verb, req.content_type) {
-            (Verb::Create | Verb::Update, None | Some(ContentType::Json)) => BodyForm::Object,
-            (Verb::Patch, Some(ContentType::MergePatch | ContentType::StrategicMergePatch)) => {
-                BodyForm::Object
-            }
-            (Verb::Patch, Some(ContentType::ApplyPatch)) => BodyForm::Apply,
-            (Verb::Patch, Some(ContentType::JsonPatch)) => BodyForm::Operations,
-            (verb, ct) => {
-                return Err(Refusal::Error(invalid(format!(
-                    "a {verb} of {} is sent as {}, which the host cannot check: a create or update \
-                     is JSON, a patch one of the patch types",
-                    target.grant_spelling(),
-                    match ct {
-                        Some(ContentType::Json) | None => "JSON",
-                        Some(_) => "a patch",
-                    }
-                ))));
-            }
-        };
+        let form = body_form(verb, target, req)?;
         let body = parse_body(req.body.as_deref().unwrap_or_default(), form)
             .map_err(|why| Refusal::Error(invalid(format!("{verb} {target}: {why}"))))?;
         let ns = target.namespace.as_deref();
@@ -228,17 +210,54 @@ impl KubeContext {
             });
         }
 
-        // Patches, and updates the rules compare: through a dry run. The
-        // comparing kinds read the object first; if it moved on before the
-        // dry run, both are done again.
         let serialized = body.to_string().into_bytes();
+        let (old, result, rv) = match self
+            .dry_run(verb, target, kind, req, serialized, answer_by)
+            .await?
+        {
+            Ok(settled) => settled,
+            Err(answer) => return Ok(Policed::Answer(answer)),
+        };
+        // The claim check (`authorize`) read the PV before; the version
+        // written is the one read here, so its claim is checked again.
+        if kind == Kind::Volume
+            && let Some(old) = &old
+        {
+            self.recheck_claim(verb, target, old)?;
+        }
+        match &old {
+            Some(old) => policy.check_change(kind, ns, old, &result),
+            None => policy.check(kind, ns, &result),
+        }
+        .map_err(Refusal::Rule)?;
+        tracing::debug!(%target, %verb, resource_version = %rv, "write checked by a dry run; sending it conditioned");
+        Ok(Policed::Body {
+            body: conditioned(body, form, &rv).to_string().into_bytes(),
+            conditioned: true,
+        })
+    }
+
+    /// A patch, or an update the rules compare, done as a dry run: the
+    /// object as stored (for the comparing kinds), what the write would
+    /// make of it, and the version that was. The comparing kinds read the
+    /// object first; if it moved on before the dry run, both are done
+    /// again. `Err` is the API server's answer, handed back as it is.
+    async fn dry_run(
+        &self,
+        verb: Verb,
+        target: &ApiTarget,
+        kind: Kind,
+        req: &Request,
+        serialized: Vec<u8>,
+        answer_by: Option<Instant>,
+    ) -> Result<Result<(Option<Value>, Value, String), Response>, Refusal> {
         let mut attempts = 0;
-        let (old, result, rv) = loop {
+        loop {
             attempts += 1;
             let old = if kind.compares() {
                 match self.read_current(target, req, answer_by).await? {
                     Ok(old) => Some(old),
-                    Err(answer) => return Ok(Policed::Answer(answer)),
+                    Err(answer) => return Ok(Err(answer)),
                 }
             } else {
                 None
@@ -253,7 +272,7 @@ impl KubeContext {
             dry.query.push(("dryRun".into(), "All".into()));
             let (status, headers, bytes) = self.side_request(&dry, answer_by).await?;
             if !(200..300).contains(&status) {
-                return Ok(Policed::Answer(Response {
+                return Ok(Err(Response {
                     status,
                     headers,
                     body: bytes,
@@ -274,45 +293,34 @@ impl KubeContext {
             match &old {
                 Some(o) if resource_version(o) != rv => {
                     if attempts > super::send::MAX_CONFLICT_RETRIES {
-                        return Ok(Policed::Answer(status_response(
+                        return Ok(Err(status_response(
                             409,
                             "Conflict",
                             "the object kept changing while the host checked the write; read it again and retry",
                         )));
                     }
                 }
-                _ => break (old, result, rv),
-            }
-        };
-        // The claim check (`authorize`) read the PV before; the version
-        // written is the one read here, so its claim is checked again.
-        if kind == Kind::Volume
-            && let Some(old) = &old
-        {
-            let claim_ns =
-                crate::grants::objects::fields::dig(old, &["spec", "claimRef", "namespace"])
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-            if !self.checker.claim_namespace_granted(claim_ns) {
-                return Err(Refusal::Error(ApiError::Denied(Denial {
-                    message: format!(
-                        "{verb} {target} denied: the PersistentVolume is no longer bound to a claim in a \
-                         granted namespace"
-                    ),
-                    missing_grant: String::new(),
-                })));
+                _ => return Ok(Ok((old, result, rv))),
             }
         }
-        match &old {
-            Some(old) => policy.check_change(kind, ns, old, &result),
-            None => policy.check(kind, ns, &result),
+    }
+
+    /// Refuses a write to a PersistentVolume no longer bound to a claim in
+    /// a granted namespace.
+    fn recheck_claim(&self, verb: Verb, target: &ApiTarget, old: &Value) -> Result<(), Refusal> {
+        let claim_ns = crate::grants::objects::fields::dig(old, &["spec", "claimRef", "namespace"])
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if self.checker.claim_namespace_granted(claim_ns) {
+            return Ok(());
         }
-        .map_err(Refusal::Rule)?;
-        tracing::debug!(%target, %verb, resource_version = %rv, "write checked by a dry run; sending it conditioned");
-        Ok(Policed::Body {
-            body: conditioned(body, form, &rv).to_string().into_bytes(),
-            conditioned: true,
-        })
+        Err(Refusal::Error(ApiError::Denied(Denial {
+            message: format!(
+                "{verb} {target} denied: the PersistentVolume is no longer bound to a claim in a \
+                 granted namespace"
+            ),
+            missing_grant: String::new(),
+        })))
     }
 
     /// The object a write to `target` would change, as stored now; `Err`
@@ -385,6 +393,29 @@ enum Refusal {
     Rule(Violation),
     /// It could not be checked.
     Error(ApiError),
+}
+
+/// How a write's body is read, by its verb and content type.
+fn body_form(verb: Verb, target: &ApiTarget, req: &Request) -> Result<BodyForm, Refusal> {
+    Ok(match (verb, req.content_type) {
+        (Verb::Create | Verb::Update, None | Some(ContentType::Json)) => BodyForm::Object,
+        (Verb::Patch, Some(ContentType::MergePatch | ContentType::StrategicMergePatch)) => {
+            BodyForm::Object
+        }
+        (Verb::Patch, Some(ContentType::ApplyPatch)) => BodyForm::Apply,
+        (Verb::Patch, Some(ContentType::JsonPatch)) => BodyForm::Operations,
+        (verb, ct) => {
+            return Err(Refusal::Error(invalid(format!(
+                "a {verb} of {} is sent as {}, which the host cannot check: a create or update \
+                 is JSON, a patch one of the patch types",
+                target.grant_spelling(),
+                match ct {
+                    Some(ContentType::Json) | None => "JSON",
+                    Some(_) => "a patch",
+                }
+            ))));
+        }
+    })
 }
 
 #[cfg(test)]
