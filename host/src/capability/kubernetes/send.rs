@@ -144,6 +144,24 @@ impl KubeContext {
     ) -> Result<Response, ApiError> {
         let path = req.path.clone();
         let audit = Audit::start(&self.denial_runs, adapter, "send", &path);
+        let parsed = self.admit_send(&audit, &req).await?;
+        if let Some(hit) = self.cached(&audit, &parsed, &req) {
+            return Ok(hit);
+        }
+        let throttled = self.limiter.acquire().await;
+        let answer_by = answer_by(deadline, Instant::now());
+        if let Some(body) = req.body.as_deref()
+            && let Err(e) = self.take_write(body.len() as u64, answer_by).await
+        {
+            audit.denied(Some(&parsed), &denial_message(&e));
+            return Err(e);
+        }
+        self.send_policed(&audit, &parsed, req, answer_by, throttled)
+            .await
+    }
+
+    /// The body cap, the admission, and what `send` is not for.
+    async fn admit_send(&self, audit: &Audit<'_>, req: &Request) -> Result<ApiRequest, ApiError> {
         let (pm, _) = method(req.method);
         // The cap before anything reads the body (the name of a create, the
         // object rules): an oversized body costs the host nothing more than
@@ -161,7 +179,7 @@ impl KubeContext {
             _ => None,
         };
         let parsed = self
-            .admit(&audit, pm, &req.path, &req.query, name.as_deref())
+            .admit(audit, pm, &req.path, &req.query, name.as_deref())
             .await?;
         let refuse = |msg: String| {
             audit.denied(Some(&parsed), &msg);
@@ -181,43 +199,50 @@ impl KubeContext {
                 ));
             }
         }
-        if let (Some(cache), ApiRequest::Resource { verb, target }) = (&self.cache, &parsed)
-            && let Some(hit) = cache.answer(*verb, target, &req.query)
-        {
-            audit.cached(&parsed);
-            return Ok(Response {
-                status: 200,
-                headers: vec![
-                    ("content-type".into(), "application/json".into()),
-                    ("pando-cache".into(), "hit".into()),
-                    ("pando-cache-age-ms".into(), hit.age.as_millis().to_string()),
-                ],
-                body: hit.body,
-            });
-        }
-        let throttled = self.limiter.acquire().await;
-        let answer_by = answer_by(deadline, Instant::now());
-        if let Some(body) = req.body.as_deref()
-            && let Err(e) = self.take_write(body.len() as u64, answer_by).await
-        {
-            audit.denied(Some(&parsed), &denial_message(&e));
-            return Err(e);
-        }
-        // What the write would produce, checked against the object rules;
-        // a write conditioned on the checked version that meets a newer one
-        // is checked and sent again, as a patch would be applied again.
-        let mut req = req;
+        Ok(parsed)
+    }
+
+    /// The watch-fed cache's answer to a read, if it has one.
+    fn cached(&self, audit: &Audit<'_>, parsed: &ApiRequest, req: &Request) -> Option<Response> {
+        let (Some(cache), ApiRequest::Resource { verb, target }) = (&self.cache, parsed) else {
+            return None;
+        };
+        let hit = cache.answer(*verb, target, &req.query)?;
+        audit.cached(parsed);
+        Some(Response {
+            status: 200,
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("pando-cache".into(), "hit".into()),
+                ("pando-cache-age-ms".into(), hit.age.as_millis().to_string()),
+            ],
+            body: hit.body,
+        })
+    }
+
+    /// What the write would produce, checked against the object rules,
+    /// then sent; a write conditioned on the checked version that meets a
+    /// newer one is checked and sent again, as a patch would be applied
+    /// again.
+    async fn send_policed(
+        &self,
+        audit: &Audit<'_>,
+        parsed: &ApiRequest,
+        mut req: Request,
+        answer_by: Option<Instant>,
+        throttled: Duration,
+    ) -> Result<Response, ApiError> {
         let mut conflicts = 0;
         let (status, headers, body) = loop {
-            let (rewritten, conditioned) =
-                match self.police(&audit, &parsed, &req, answer_by).await? {
-                    Policed::AsIs => (None, false),
-                    Policed::Body { body, conditioned } => (Some(body), conditioned),
-                    Policed::Answer(response) => {
-                        audit.answered(&parsed, response.status, throttled);
-                        return Ok(response);
-                    }
-                };
+            let (rewritten, conditioned) = match self.police(audit, parsed, &req, answer_by).await?
+            {
+                Policed::AsIs => (None, false),
+                Policed::Body { body, conditioned } => (Some(body), conditioned),
+                Policed::Answer(response) => {
+                    audit.answered(parsed, response.status, throttled);
+                    return Ok(response);
+                }
+            };
             let original = rewritten.map(|body| req.body.replace(body));
             let exchange = self.exchange(&req, answer_by);
             let outcome = match answer_by {
@@ -238,20 +263,20 @@ impl KubeContext {
                 Ok(answer) => break answer,
                 Err(Failure::Unanswered) => {
                     let msg = "no answer before the call's deadline";
-                    audit.failed(&parsed, msg, throttled);
+                    audit.failed(parsed, msg, throttled);
                     return Err(ApiError::Timeout);
                 }
                 Err(Failure::Transport(msg)) => {
-                    audit.failed(&parsed, &msg, throttled);
+                    audit.failed(parsed, &msg, throttled);
                     return Err(ApiError::Transport(msg));
                 }
                 Err(Failure::Invalid(msg)) => {
-                    audit.failed(&parsed, &msg, throttled);
+                    audit.failed(parsed, &msg, throttled);
                     return Err(ApiError::InvalidRequest(msg));
                 }
             }
         };
-        audit.answered(&parsed, status, throttled);
+        audit.answered(parsed, status, throttled);
         Ok(Response {
             status,
             headers,
