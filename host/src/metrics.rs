@@ -189,72 +189,14 @@ impl State {
             let name = AdapterLabels {
                 adapter: a.identity.name.clone(),
             };
-            let pool = &a.pool;
-            set(&s.idle.get_or_create(&name), pool.idle_count());
-            s.made
-                .get_or_create(&name)
-                .inc_by(pool.made.load(std::sync::atomic::Ordering::Relaxed));
-            s.discarded
-                .get_or_create(&name)
-                .inc_by(pool.discarded.load(std::sync::atomic::Ordering::Relaxed));
-            set(
-                &s.quarantined.get_or_create(&name),
-                i64::from(a.breaker.quarantine().is_some()),
-            );
-            let held = pool.factory.held_budget.usage();
-            set(&s.held_bytes.get_or_create(&name), held.bytes);
-            set(
-                &s.held_bytes_limit.get_or_create(&name),
-                a.limits.stream_buffer_bytes,
-            );
-            set(&s.held_streams.get_or_create(&name), held.streams);
-            set(
-                &s.held_streams_limit.get_or_create(&name),
-                a.limits.max_streams,
-            );
-            let limit = |limit: &str, n: u64| {
-                if n > 0 {
-                    s.refusals
-                        .get_or_create(&LimitLabels {
-                            adapter: name.adapter.clone(),
-                            limit: limit.into(),
-                        })
-                        .inc_by(n);
-                }
-            };
-            limit("limits.max_streams", held.refused_streams);
-            limit("limits.stream_buffer_bytes", held.refused_bytes);
-            let (Some(kube), Some(grants)) =
-                (&pool.factory.capabilities.kubernetes, &a.grants.kubernetes)
-            else {
+            s.read_pool(a, &name);
+            let (Some(kube), Some(grants)) = (
+                &a.pool.factory.capabilities.kubernetes,
+                &a.grants.kubernetes,
+            ) else {
                 continue;
             };
-            let report = kube.usage().report(grants);
-            for d in &report.denials {
-                s.denied
-                    .get_or_create(&DenialLabels {
-                        adapter: name.adapter.clone(),
-                        verb: d.verb.to_string(),
-                        resource: d.resource.clone(),
-                    })
-                    .inc_by(d.count);
-            }
-            for r in &report.rules {
-                s.rule_uses
-                    .get_or_create(&RuleLabels {
-                        adapter: name.adapter.clone(),
-                        rule: r.index.to_string(),
-                    })
-                    .inc_by(r.uses);
-            }
-            for r in &report.limit_refusals {
-                limit(&r.limit, r.count);
-            }
-            let (waited, wait) = kube.limiter.throttled();
-            s.throttled.get_or_create(&name).inc_by(waited);
-            s.throttle_wait
-                .get_or_create(&name)
-                .inc_by(wait.as_secs_f64());
+            s.read_kubernetes(kube, grants, &name);
             if let Some(cache) = &kube.cache
                 && !caches.iter().any(|c| Arc::ptr_eq(c, cache))
             {
@@ -262,26 +204,105 @@ impl State {
             }
         }
         for cache in caches {
-            let status = cache.status();
-            set(&s.cache_budget, status.max_bytes);
-            for store in status.stores {
-                let kind = StoreLabels { kind: store.kind };
-                set(&s.cache_objects.get_or_create(&kind), store.objects);
-                set(&s.cache_bytes.get_or_create(&kind), store.bytes);
-                s.cache_age
-                    .get_or_create(&kind)
-                    .set(store.age_ms as f64 / 1e3);
-                set(
-                    &s.cache_serving.get_or_create(&kind),
-                    i64::from(store.synced),
-                );
-                set(
-                    &s.cache_over_budget.get_or_create(&kind),
-                    i64::from(store.over_budget),
-                );
-            }
+            s.read_cache(&cache);
         }
         s
+    }
+
+    fn refused(&self, name: &AdapterLabels, limit: &str, n: u64) {
+        if n > 0 {
+            self.refusals
+                .get_or_create(&LimitLabels {
+                    adapter: name.adapter.clone(),
+                    limit: limit.into(),
+                })
+                .inc_by(n);
+        }
+    }
+
+    /// Instances, quarantine, and what the host holds for the adapter.
+    fn read_pool(&self, a: &AdapterInner, name: &AdapterLabels) {
+        let pool = &a.pool;
+        set(&self.idle.get_or_create(name), pool.idle_count());
+        self.made
+            .get_or_create(name)
+            .inc_by(pool.made.load(std::sync::atomic::Ordering::Relaxed));
+        self.discarded
+            .get_or_create(name)
+            .inc_by(pool.discarded.load(std::sync::atomic::Ordering::Relaxed));
+        set(
+            &self.quarantined.get_or_create(name),
+            i64::from(a.breaker.quarantine().is_some()),
+        );
+        let held = pool.factory.held_budget.usage();
+        set(&self.held_bytes.get_or_create(name), held.bytes);
+        set(
+            &self.held_bytes_limit.get_or_create(name),
+            a.limits.stream_buffer_bytes,
+        );
+        set(&self.held_streams.get_or_create(name), held.streams);
+        set(
+            &self.held_streams_limit.get_or_create(name),
+            a.limits.max_streams,
+        );
+        self.refused(name, "limits.max_streams", held.refused_streams);
+        self.refused(name, "limits.stream_buffer_bytes", held.refused_bytes);
+    }
+
+    /// Denials, rule uses, limit refusals and throttling.
+    fn read_kubernetes(
+        &self,
+        kube: &crate::capability::kubernetes::KubeContext,
+        grants: &crate::grants::KubernetesGrants,
+        name: &AdapterLabels,
+    ) {
+        let report = kube.usage().report(grants);
+        for d in &report.denials {
+            self.denied
+                .get_or_create(&DenialLabels {
+                    adapter: name.adapter.clone(),
+                    verb: d.verb.to_string(),
+                    resource: d.resource.clone(),
+                })
+                .inc_by(d.count);
+        }
+        for r in &report.rules {
+            self.rule_uses
+                .get_or_create(&RuleLabels {
+                    adapter: name.adapter.clone(),
+                    rule: r.index.to_string(),
+                })
+                .inc_by(r.uses);
+        }
+        for r in &report.limit_refusals {
+            self.refused(name, &r.limit, r.count);
+        }
+        let (waited, wait) = kube.limiter.throttled();
+        self.throttled.get_or_create(name).inc_by(waited);
+        self.throttle_wait
+            .get_or_create(name)
+            .inc_by(wait.as_secs_f64());
+    }
+
+    fn read_cache(&self, cache: &crate::kubecache::WatchCache) {
+        let status = cache.status();
+        set(&self.cache_budget, status.max_bytes);
+        for store in status.stores {
+            let kind = StoreLabels { kind: store.kind };
+            set(&self.cache_objects.get_or_create(&kind), store.objects);
+            set(&self.cache_bytes.get_or_create(&kind), store.bytes);
+            self.cache_age
+                .get_or_create(&kind)
+                .set(store.age_ms as f64 / 1e3);
+            set(
+                &self.cache_serving.get_or_create(&kind),
+                i64::from(store.synced),
+            );
+            set(
+                &self.cache_over_budget.get_or_create(&kind),
+                i64::from(store.over_budget),
+            );
+        }
     }
 
     fn register(self, r: &mut Registry) {
