@@ -18,6 +18,7 @@
 //! ```
 
 pub mod adapter;
+pub mod bindings;
 pub mod call;
 pub mod capability;
 pub mod check;
@@ -26,6 +27,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod grants;
 pub mod kubecache;
+pub mod limits;
 mod load;
 mod metrics;
 pub mod runtime;
@@ -39,11 +41,11 @@ pub use capability::ratelimit;
 pub use check::{ComponentShape, SERVED_VERSIONS, World};
 pub use error::{CallError, LoadError};
 pub use grants::Grants;
+pub use limits::Limits;
 pub use load::{Host, HostBuilder, LoadOptions};
 pub use runtime::breaker::Quarantine;
+pub use runtime::cache;
 pub use runtime::cache::{CacheOutcome, CompileCache};
 pub use runtime::engine::{EPOCH_TICK, EngineSettings};
-pub use runtime::limits::Limits;
 pub use runtime::state::{CANCEL_GRACE, HostState};
-pub use runtime::{bindings, cache, limits};
 pub use tokio_util::sync::CancellationToken;

@@ -13,9 +13,9 @@ use crate::capability;
 use crate::check::{self, ComponentShape};
 use crate::error::{CallError, LoadError};
 use crate::grants::Grants;
+use crate::limits::Limits;
 use crate::runtime::cache::{self, CacheOutcome, CompileCache};
 use crate::runtime::engine::{EngineSettings, SharedEngine};
-use crate::runtime::limits::Limits;
 use crate::runtime::pool::{Factory, Instance, Pool};
 use crate::runtime::runner;
 use crate::runtime::state::{HostState, Identity};
@@ -386,7 +386,9 @@ impl Host {
             provisional.clone(),
             capability::Shared::new(&capability::Setup {
                 limits: &options.limits,
-                options,
+                grants: &options.grants,
+                kubernetes: options.kubernetes.as_ref(),
+                kubernetes_cache: options.kubernetes_cache.as_ref(),
             }),
         )
         .map_err(|e| LoadError::Instantiate {

@@ -6,7 +6,7 @@
 //! Rust names them). A later contract version converts into these: they are
 //! the host's public vocabulary, and core never sees a wasm value.
 
-pub use crate::runtime::bindings::v0_1::pando::runtime::types::*;
+pub use crate::bindings::v0_1::pando::runtime::types::*;
 
 impl Default for DestroyOptions {
     /// Keep volumes: losing data takes an explicit choice.

@@ -7,9 +7,8 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 
-use super::{Capability, Has, Lend, Setup, View};
-use crate::runtime::bindings::v0_1::pando::runtime::call::{self as wit, Host};
-use crate::runtime::state::HostState;
+use super::{Capability, Lend, Setup, StoreData, View, view};
+use crate::bindings::v0_1::pando::runtime::call::{self as wit, Host};
 
 /// `pando:runtime/call`: nothing of its own; it reads the call in progress
 /// from the store's [`Env`](super::env::Env).
@@ -24,8 +23,10 @@ impl Capability for Call {
 
     fn instance((): &()) {}
 
-    fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
-        wit::add_to_linker::<HostState, Lend<Self>>(linker, <HostState as Has<Self>>::view)
+    fn add_to_linker<T: StoreData>(
+        linker: &mut wasmtime::component::Linker<T>,
+    ) -> wasmtime::Result<()> {
+        wit::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
     }
 }
 

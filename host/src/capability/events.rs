@@ -4,11 +4,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::Resource;
 
-use super::{Capability, Has, Lend, Setup, View};
-use crate::runtime::bindings::v0_1::pando::runtime::events::{
+use super::{Capability, Lend, Setup, StoreData, View, view};
+use crate::bindings::v0_1::pando::runtime::events::{
     self as wit, Host, HostBundleSink, SinkClosed,
 };
-use crate::runtime::state::HostState;
 use crate::types::BundleEvent;
 
 /// A sink lent for one watch: a bounded channel to core, so a slow consumer
@@ -30,8 +29,10 @@ impl Capability for Events {
 
     fn instance((): &()) {}
 
-    fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
-        wit::add_to_linker::<HostState, Lend<Self>>(linker, <HostState as Has<Self>>::view)
+    fn add_to_linker<T: StoreData>(
+        linker: &mut wasmtime::component::Linker<T>,
+    ) -> wasmtime::Result<()> {
+        wit::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
     }
 }
 

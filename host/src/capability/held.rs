@@ -18,7 +18,7 @@ use wasmtime_wasi::p2::{
     DynInputStream, DynOutputStream, InputStream, OutputStream, Pollable, StreamError, StreamResult,
 };
 
-use crate::runtime::limits::Limits;
+use crate::limits::Limits;
 
 /// An adapter's budget for what the host holds for it.
 #[derive(Debug)]

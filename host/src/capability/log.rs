@@ -7,11 +7,10 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use super::{Capability, Has, Lend, Setup, View};
+use super::{Capability, Lend, Setup, StoreData, View, view};
+use crate::bindings::v0_1::pando::runtime::log::{self as wit, Host, Level};
 use crate::capability::ratelimit::RateLimiter;
-use crate::runtime::bindings::v0_1::pando::runtime::log::{self as wit, Host, Level};
-use crate::runtime::limits::Limits;
-use crate::runtime::state::HostState;
+use crate::limits::Limits;
 
 /// `pando:runtime/log`: every instance draws on the adapter's one
 /// [`LogBudget`] (the guest's stderr draws on it too: see `stderr.rs`).
@@ -30,8 +29,10 @@ impl Capability for Log {
         Arc::clone(shared)
     }
 
-    fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
-        wit::add_to_linker::<HostState, Lend<Self>>(linker, <HostState as Has<Self>>::view)
+    fn add_to_linker<T: StoreData>(
+        linker: &mut wasmtime::component::Linker<T>,
+    ) -> wasmtime::Result<()> {
+        wit::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
     }
 }
 

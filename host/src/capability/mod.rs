@@ -16,21 +16,51 @@ pub mod ratelimit;
 pub mod streams;
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use wasmtime::Engine;
 use wasmtime::component::{HasData, Linker};
+use wasmtime_wasi::WasiView;
 
 use crate::grants::Grants;
-use crate::load::LoadOptions;
-use crate::runtime::limits::Limits;
-use crate::runtime::state::HostState;
+use crate::kubecache::WatchCache;
+use crate::limits::Limits;
 use env::Env;
 
 /// What a capability is given at load to make what the adapter's instances
 /// share.
 pub(crate) struct Setup<'a> {
     pub(crate) limits: &'a Limits,
-    pub(crate) options: &'a LoadOptions,
+    pub(crate) grants: &'a Grants,
+    /// The cluster the host was given, if any.
+    pub(crate) kubernetes: Option<&'a kube::Client>,
+    /// The watch-fed cache reads may be answered from, if any.
+    pub(crate) kubernetes_cache: Option<&'a Arc<WatchCache>>,
+}
+
+/// A store's data as the capabilities see it: the [`Env`] and their
+/// states. The runtime's store state implements it; no capability names
+/// that type.
+pub(crate) trait StoreData: Send + 'static {
+    /// The environment and the capabilities' states, borrowed apart.
+    fn parts(&mut self) -> (&mut Env, &mut Instances);
+}
+
+/// One capability's field of [`Instances`].
+pub(crate) trait Field<C: Capability> {
+    fn field(&mut self) -> &mut C::Instance;
+}
+
+/// The view of capability `C` into a store: what its linker getter is.
+pub(crate) fn view<T: StoreData, C: Capability>(data: &mut T) -> View<'_, C>
+where
+    Instances: Field<C>,
+{
+    let (env, instances) = data.parts();
+    View {
+        env,
+        this: instances.field(),
+    }
 }
 
 /// One capability the host lends.
@@ -57,7 +87,7 @@ pub(crate) trait Capability: Sized + 'static {
     /// Adds its interfaces to the linker (every adapter gets the same
     /// linker: what an adapter may use was decided by the check at load and
     /// by its grants, not by what is linked).
-    fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()>;
+    fn add_to_linker<T: StoreData>(linker: &mut Linker<T>) -> wasmtime::Result<()>;
 }
 
 /// What a capability's imports work on.
@@ -71,12 +101,6 @@ pub(crate) struct Lend<C>(PhantomData<C>);
 
 impl<C: Capability> HasData for Lend<C> {
     type Data<'a> = View<'a, C>;
-}
-
-/// A store's state lends each capability its view.
-pub(crate) trait Has<C: Capability> {
-    /// The capability's view of this store.
-    fn view(&mut self) -> View<'_, C>;
 }
 
 /// Interfaces of `pando:runtime` that hold only types: importing them lends
@@ -108,15 +132,14 @@ macro_rules! capabilities {
         }
 
         $(
-            impl Has<$cap> for HostState {
-                fn view(&mut self) -> View<'_, $cap> {
-                    let (env, instances) = self.parts();
-                    View { env, this: &mut instances.$field }
+            impl Field<$cap> for Instances {
+                fn field(&mut self) -> &mut <$cap as Capability>::Instance {
+                    &mut self.$field
                 }
             }
         )*
 
-        fn add_all(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+        fn add_all<T: StoreData>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
             $(<$cap as Capability>::add_to_linker(linker)?;)*
             Ok(())
         }
@@ -164,7 +187,7 @@ pub(crate) enum Lending {
 
 /// A linker with WASI 0.2 (inert: see `state.rs`) and every capability's
 /// imports of `pando:runtime@0.1.0`.
-pub(crate) fn linker_v0_1(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
+pub(crate) fn linker_v0_1<T: StoreData + WasiView>(engine: &Engine) -> wasmtime::Result<Linker<T>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     add_all(&mut linker)?;

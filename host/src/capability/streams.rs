@@ -5,10 +5,9 @@ use wasmtime::component::Resource;
 use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream, MemoryInputPipe};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
-use super::{Capability, Has, Lend, Setup, View};
+use super::{Capability, Lend, Setup, StoreData, View, view};
+use crate::bindings::v0_1::pando::runtime::streams::{self as wit, Host};
 use crate::capability::held::{HeldStream, Refused};
-use crate::runtime::bindings::v0_1::pando::runtime::streams::{self as wit, Host};
-use crate::runtime::state::HostState;
 
 /// `pando:runtime/streams`: its buffers draw on the adapter's stream budget
 /// in the store's [`Env`](super::env::Env).
@@ -23,8 +22,10 @@ impl Capability for Streams {
 
     fn instance((): &()) {}
 
-    fn add_to_linker(linker: &mut wasmtime::component::Linker<HostState>) -> wasmtime::Result<()> {
-        wit::add_to_linker::<HostState, Lend<Self>>(linker, <HostState as Has<Self>>::view)
+    fn add_to_linker<T: StoreData>(
+        linker: &mut wasmtime::component::Linker<T>,
+    ) -> wasmtime::Result<()> {
+        wit::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
     }
 }
 

@@ -16,12 +16,12 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Component;
 use wasmtime::{Store, UpdateDeadline};
 
+use crate::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
 use crate::capability::Shared;
 use crate::capability::held::HeldBudget;
 use crate::error::CallError;
-use crate::runtime::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
+use crate::limits::Limits;
 use crate::runtime::engine::SharedEngine;
-use crate::runtime::limits::Limits;
 use crate::runtime::runner;
 use crate::runtime::state::{HostState, Identity};
 

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::{Store, Trap};
 
+use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
 use crate::error::CallError;
-use crate::runtime::bindings::v0_1::exports::pando::runtime::adapter::Guest;
-use crate::runtime::limits::LimitHit;
+use crate::limits::LimitHit;
 use crate::runtime::pool::Instance;
 use crate::runtime::state::{ActiveCall, CANCEL_GRACE, HostState, Stopped};
 use crate::types::Error as AdapterError;
@@ -44,7 +44,7 @@ pub(crate) async fn run_bare(
     cancel: &CancellationToken,
     f: impl AsyncFnOnce(
         &mut Store<HostState>,
-    ) -> wasmtime::Result<crate::runtime::bindings::v0_1::KubernetesAdapter>,
+    ) -> wasmtime::Result<crate::bindings::v0_1::KubernetesAdapter>,
 ) -> Result<Instance, CallError> {
     let timeout = remaining(deadline);
     match guarded(&mut store, adapter, method, deadline, timeout, cancel, f).await {

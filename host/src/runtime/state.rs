@@ -11,8 +11,8 @@ pub use crate::capability::env::CANCEL_GRACE;
 use crate::capability::env::Env;
 pub(crate) use crate::capability::env::{ActiveCall, Identity, Stopped};
 use crate::capability::held::HeldBudget;
-use crate::capability::{Instances, Shared};
-use crate::runtime::limits::{Limiter, Limits};
+use crate::capability::{Instances, Shared, StoreData};
+use crate::limits::{Limiter, Limits};
 use crate::runtime::stderr::StderrTail;
 
 /// The data of one adapter instance's store.
@@ -49,12 +49,6 @@ impl HostState {
         }
     }
 
-    /// The store's environment and the capabilities' states, borrowed
-    /// apart (what a capability's view is made of).
-    pub(crate) fn parts(&mut self) -> (&mut Env, &mut Instances) {
-        (&mut self.env, &mut self.capabilities)
-    }
-
     /// Whether streams or sessions opened through this store are still
     /// alive: in its table, or handed to core.
     pub(crate) fn holds_anything(&self) -> bool {
@@ -65,6 +59,12 @@ impl HostState {
     pub(crate) fn set_identity(&mut self, identity: Arc<Identity>) {
         self.stderr.set_identity(identity.clone());
         self.env.identity = identity;
+    }
+}
+
+impl StoreData for HostState {
+    fn parts(&mut self) -> (&mut Env, &mut Instances) {
+        (&mut self.env, &mut self.capabilities)
     }
 }
 

@@ -7,9 +7,9 @@
 //! budget as a request would, so a storm of denials is throttled too.
 
 use super::{KubeContext, audit};
+use crate::bindings::v0_1::pando::runtime::kubernetes::{ApiError, Denial};
 use crate::grants::check::Decision;
 use crate::grants::request::{self, ApiRequest, ApiTarget, Verb};
-use crate::runtime::bindings::v0_1::pando::runtime::kubernetes::{ApiError, Denial};
 
 /// A refusal's message, for the audit trail.
 pub(crate) fn denial_message(e: &ApiError) -> String {

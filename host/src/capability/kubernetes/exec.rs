@@ -22,10 +22,10 @@ use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use super::KubeContext;
 use super::audit::Audit;
-use crate::grants::request::{self, ApiRequest, Verb};
-use crate::runtime::bindings::v0_1::pando::runtime::kubernetes::{
+use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ApiStatus, ExecRequest, LogRequest,
 };
+use crate::grants::request::{self, ApiRequest, Verb};
 
 /// How a session ended, once it has: its final `Status`, or `None` when
 /// its connection ended without one (it broke).

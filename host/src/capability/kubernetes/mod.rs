@@ -80,25 +80,21 @@ impl super::Capability for Kubernetes {
     }
 
     fn shared(setup: &super::Setup<'_>) -> Option<KubeContext> {
-        let grants = setup.options.grants.kubernetes.as_ref()?;
-        let client = setup.options.kubernetes.clone()?;
-        Some(KubeContext::new(client, grants).with_cache(setup.options.kubernetes_cache.clone()))
+        let grants = setup.grants.kubernetes.as_ref()?;
+        let client = setup.kubernetes?.clone();
+        Some(KubeContext::new(client, grants).with_cache(setup.kubernetes_cache.cloned()))
     }
 
     fn instance(shared: &Option<KubeContext>) -> Option<KubeContext> {
         shared.clone()
     }
 
-    fn add_to_linker(
-        linker: &mut wasmtime::component::Linker<crate::runtime::state::HostState>,
+    fn add_to_linker<T: super::StoreData>(
+        linker: &mut wasmtime::component::Linker<T>,
     ) -> wasmtime::Result<()> {
-        use crate::runtime::bindings::v0_1::pando::runtime::kubernetes as wit;
-        use crate::runtime::state::HostState;
+        use crate::bindings::v0_1::pando::runtime::kubernetes as wit;
 
-        wit::add_to_linker::<HostState, super::Lend<Self>>(
-            linker,
-            <HostState as super::Has<Self>>::view,
-        )
+        wit::add_to_linker::<T, super::Lend<Self>>(linker, super::view::<T, Self>)
     }
 }
 
@@ -146,11 +142,11 @@ mod host_impl {
     use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, DynPollable, subscribe};
 
     use super::{ExecSession, Kubernetes, WatchStream};
-    use crate::capability::View;
-    use crate::runtime::bindings::v0_1::pando::runtime::kubernetes::{
+    use crate::bindings::v0_1::pando::runtime::kubernetes::{
         ApiError, ExecRequest, Host, HostExecSession, HostWatchStream, LogRequest, Request,
         Response, WatchEnd, WatchEvent, WatchRequest,
     };
+    use crate::capability::View;
 
     /// Races a Kubernetes call against the call's cancellation, so a guest
     /// waiting on the cluster (or on the rate budget) is told `cancelled`
@@ -167,7 +163,7 @@ mod host_impl {
         fut: impl std::future::Future<Output = Result<T, ApiError>>,
     ) -> Result<T, ApiError> {
         if cancel.is_cancelled() {
-            return tokio::time::timeout(crate::runtime::state::CANCEL_GRACE, fut)
+            return tokio::time::timeout(crate::capability::env::CANCEL_GRACE, fut)
                 .await
                 .unwrap_or(Err(ApiError::Cancelled));
         }
@@ -180,12 +176,10 @@ mod host_impl {
     /// A stream refused over one of the adapter's limits, before anything
     /// was sent.
     fn over_limit(why: String) -> ApiError {
-        ApiError::Denied(
-            crate::runtime::bindings::v0_1::pando::runtime::kubernetes::Denial {
-                message: why,
-                missing_grant: "(none: a host limit, `limits.max_streams`, not a grant)".into(),
-            },
-        )
+        ApiError::Denied(crate::bindings::v0_1::pando::runtime::kubernetes::Denial {
+            message: why,
+            missing_grant: "(none: a host limit, `limits.max_streams`, not a grant)".into(),
+        })
     }
 
     fn no_cluster() -> ApiError {

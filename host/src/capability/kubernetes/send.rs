@@ -29,10 +29,10 @@ use super::admission::check_body;
 use super::audit::Audit;
 use super::writes::Policed;
 use super::{KubeContext, MAX_RESPONSE_BYTES, denial_message};
-use crate::grants::request::{self, ApiRequest, Verb};
-use crate::runtime::bindings::v0_1::pando::runtime::kubernetes::{
+use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ContentType, Denial, Method, Request, Response,
 };
+use crate::grants::request::{self, ApiRequest, Verb};
 
 /// Headers a client acts on; the rest stay in the host.
 const KEPT_HEADERS: &[&str] = &["content-type", "retry-after", "warning", "audit-id"];

@@ -17,10 +17,10 @@ use tokio_util::sync::CancellationToken;
 use super::KubeContext;
 use super::audit::Audit;
 use super::send::uri;
-use crate::grants::request::{self, ApiRequest};
-use crate::runtime::bindings::v0_1::pando::runtime::kubernetes::{
+use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ApiStatus, EventType, WatchEnd, WatchEvent, WatchRequest,
 };
+use crate::grants::request::{self, ApiRequest};
 
 /// Events buffered between the API server and the guest.
 const DEPTH: usize = 64;

@@ -32,11 +32,11 @@ use serde_json::{Value, json};
 use super::KubeContext;
 use super::audit::Audit;
 use super::send::Failure;
-use crate::grants::objects::{Kind, Violation};
-use crate::grants::request::{ApiRequest, ApiTarget, Verb};
-use crate::runtime::bindings::v0_1::pando::runtime::kubernetes::{
+use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ContentType, Denial, Method, Request, Response,
 };
+use crate::grants::objects::{Kind, Violation};
+use crate::grants::request::{ApiRequest, ApiTarget, Verb};
 
 /// What to do with a write once the object rules have looked at it.
 pub(crate) enum Policed {
