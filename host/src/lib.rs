@@ -29,7 +29,6 @@ pub mod grants;
 pub mod kubecache;
 pub mod limits;
 mod load;
-mod metrics;
 pub mod runtime;
 pub mod streams;
 pub mod types;

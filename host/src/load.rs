@@ -35,7 +35,7 @@ struct HostInner {
     engine: Arc<SharedEngine>,
     cache: Option<CompileCache>,
     linker_v0_1: Linker<HostState>,
-    metrics: Arc<crate::metrics::Metrics>,
+    metrics: Arc<crate::adapter::metrics::Metrics>,
 }
 
 /// Builds a [`Host`].
@@ -101,7 +101,7 @@ impl HostBuilder {
                 engine,
                 cache,
                 linker_v0_1,
-                metrics: crate::metrics::Metrics::new(),
+                metrics: crate::adapter::metrics::Metrics::new(),
             }),
         })
     }

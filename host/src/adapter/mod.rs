@@ -7,6 +7,7 @@
 //! keeps an instance of its own for its life.
 
 mod invoke;
+pub(crate) mod metrics;
 mod session;
 
 use invoke::After;
@@ -55,7 +56,7 @@ pub(crate) struct AdapterInner {
     pub(crate) breaker: crate::runtime::breaker::Breaker,
     /// The host's metrics, which count this adapter's calls, and its name
     /// as their label.
-    pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    pub(crate) metrics: Arc<crate::adapter::metrics::Metrics>,
     pub(crate) metrics_label: Arc<str>,
 }
 
