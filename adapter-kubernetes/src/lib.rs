@@ -17,33 +17,33 @@
 //!
 //! # Modules
 //!
-//! - [`config`]: the configuration, its defaults and its checks;
-//! - [`schema`]: its JSON Schema, reported by `info()`;
-//! - [`names`]: namespace, Service and upstream names;
-//! - [`isolation`]: the isolation class of a RuntimeClass handler;
-//! - [`objects`]: the objects an app is made of, built from its plan;
-//! - [`apply`]: `apply`, idempotent by a hash of each object (O-41);
-//! - [`observe`]: `observe`, which never remediates;
-//! - [`lifecycle`]: `stop`, `destroy`, `usage`, `in-use`;
+//! In folders by concern, over a kit that builds on none of them; no module
+//! imports one that imports it back.
+//!
+//! - [`kit`]: the labels, the hash annotation (O-41), typed objects, the
+//!   field manager; [`kit::names`], every Kubernetes name rule and the names
+//!   the adapter gives; [`kit::pods`], a pod's life;
+//!   [`kit::security`], the pods' security contexts;
+//! - [`config`]: the configuration, its defaults and its checks, and
+//!   [`config::schema`], its JSON Schema, reported by `info()`;
+//! - [`app`]: an app's objects built from its plan, `apply` (O-41),
+//!   `observe`, `stop`, `destroy`, `usage`, `in-use`,
+//!   `watch-bundles` (O-52, R-148); the adapter's own binding, the quota and
+//!   Pando's RoleBinding in each namespace it makes;
+//! - [`isolation`]: the isolation class of a RuntimeClass handler (R-114,
+//!   R-115), egress rules and the egress gateway, the ranges
+//!   no egress rule reaches into, and DNS;
 //! - [`volumes`]: claims, their volumes retained, and the namespace;
-//! - [`quantity`]: Kubernetes quantities read back as base units;
-//! - [`edge_objects`]: the objects an edge is made of;
+//! - [`trial`]: `trial` with an observer container, the
+//!   helper pods (`helper_image`) the adapter execs into, and
+//!   `snapshot-volume` and `restore-volume`;
 //! - [`edge`]: `apply-edge`, `observe-edge`, `remove-edge`, `edges`,
-//!   `edge-volumes`;
-//! - [`pods`]: a workload's pods by their labels, the newest, the running one;
-//! - [`logs`]: `logs`, the newest pod's, a finished one included;
-//! - [`exec`]: `exec` and `run`;
+//!   `edge-volumes`, the edge's objects, and the NetworkPolicy canary
+//!   of `health-check` (O-43);
+//! - [`sessions`]: `exec`, `run` and `logs`;
 //! - [`capacity`]: `capacity` and `largest-fit-for`, pure
-//!   arithmetic over one node list and one pod list;
-//! - [`watch`]: `watch-bundles` (O-52, R-148), one cluster-wide pod watch;
-//! - [`rbac`]: Pando's RoleBinding to `app_role` in each app namespace;
-//! - [`egress`]: egress rules as policy entries, and the egress gateway for
-//!   host names;
-//! - [`exclusions`]: the ranges no egress rule reaches into, and DNS;
-//! - [`helper`]: helper pods (`helper_image`) the adapter execs into;
-//! - [`snapshot`]: `snapshot-volume` and `restore-volume`;
-//! - [`trial`]: `trial`, with an observer container;
-//! - [`canary`]: the NetworkPolicy canary of `health-check` (O-43).
+//!   arithmetic over one node list and one pod list, and Kubernetes
+//!   quantities read back as base units.
 //!
 //! # Methods
 //!
@@ -80,32 +80,22 @@
 //! unused, until `destroy`).
 #![warn(missing_docs)]
 
-pub mod apply;
-pub mod canary;
+pub mod app;
 pub mod capacity;
-mod cidr;
 pub mod config;
 pub mod edge;
-pub mod edge_objects;
-pub mod egress;
-pub mod exclusions;
-pub mod exec;
-pub mod helper;
 pub mod isolation;
-pub mod lifecycle;
-pub mod logs;
-pub mod names;
-pub mod objects;
-pub mod observe;
-pub mod pods;
-pub mod quantity;
-pub mod quota;
-pub mod rbac;
-pub mod schema;
-pub mod snapshot;
+pub mod kit;
+pub mod sessions;
 pub mod trial;
 pub mod volumes;
-pub mod watch;
+
+use app::{apply, lifecycle, observe, watch};
+use config::schema;
+use edge::canary;
+use kit::names;
+use sessions::{exec, logs};
+use trial::snapshot;
 
 use pando_adapter_sdk::Adapter;
 use pando_adapter_sdk::error::{self, ErrorExt};
@@ -202,7 +192,7 @@ impl Adapter for KubernetesAdapter {
             trial: true,
             // Nothing like a container diff exists in the API.
             write_observation: false,
-            // only with a gateway image to run (R-187, [`egress`]).
+            // only with a gateway image to run (R-187, [`isolation::egress`]).
             egress_restriction: self.config.egress_gateway_image.is_some(),
             // Every node pulls from a registry.
             image_import: false,

@@ -19,9 +19,9 @@ use pando_adapter_sdk::types::Error;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::names;
+use crate::kit::names;
 
-pub use crate::cidr::Cidr;
+pub use crate::isolation::cidr::Cidr;
 pub use namespace::{AdapterUser, AppQuota, ContainerLimits};
 pub use network::{DnsEgress, METADATA_ADDRESS};
 
@@ -33,6 +33,7 @@ pub mod namespace_defaults {
 
 mod namespace;
 mod network;
+pub mod schema;
 
 /// Default of `pando_namespace`.
 pub const DEFAULT_PANDO_NAMESPACE: &str = "pando-system";

@@ -12,7 +12,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::{integer, invalid_field, string};
-use crate::names;
+use crate::kit::names;
 
 /// Default of `adapter_user`: the test cluster's token user, the one
 /// deploy/kubernetes/rbac.yaml binds.

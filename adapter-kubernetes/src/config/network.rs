@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{Cidr, integer, invalid_field, string};
-use crate::names;
+use crate::kit::names;
 
 /// The link-local address clouds serve instance metadata (and often
 /// credentials) on; excluded from every egress rule unless

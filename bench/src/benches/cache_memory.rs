@@ -112,7 +112,7 @@ pub async fn run(_quick: bool) -> Result<Bench> {
 
 /// The app's pod once KWOK reports it Running, as the API server sends it.
 async fn running_pod(admin: &kube::Client, id: &str) -> Result<Pod> {
-    let ns = pando_adapter_kubernetes::names::app_namespace(id)
+    let ns = pando_adapter_kubernetes::kit::names::app_namespace(id)
         .map_err(|e| anyhow::anyhow!("the app's namespace: {e:?}"))?;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), &ns);
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -20,7 +20,9 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client};
-use pando_adapter_kubernetes::{Config, names, objects};
+use pando_adapter_kubernetes::Config;
+use pando_adapter_kubernetes::app::objects;
+use pando_adapter_kubernetes::kit::names;
 use pando_adapter_sdk::types::{
     BundlePlan, EgressPolicy, NetworkRules, Port, Protocol, ResourceRequirements, Resources,
     WorkloadSpec,

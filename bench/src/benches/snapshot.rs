@@ -26,7 +26,9 @@ use anyhow::{Context as _, Result, anyhow, bail, ensure};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
 use kube::api::{AttachParams, DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
-use pando_adapter_kubernetes::{Config, names, objects};
+use pando_adapter_kubernetes::Config;
+use pando_adapter_kubernetes::app::objects;
+use pando_adapter_kubernetes::kit::{self, names};
 use pando_adapter_sdk::types::{
     BundlePlan, EgressPolicy, NetworkRules, ResourceRequirements, Resources, VolumeMount,
     VolumeSpec, WorkloadSpec,
@@ -365,7 +367,7 @@ async fn bind_claim(admin: &Client, ns: &str) -> Result<()> {
 
 /// The adapter's helper pod (`adapter-kubernetes/src/helper.rs`).
 fn helper_pod(name: &str, config: &Config, node: &str, path: &str) -> Result<Pod> {
-    let labels = objects::app_labels(APP);
+    let labels = kit::app_labels(APP);
     let pod = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Pod",

@@ -13,9 +13,9 @@ use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams, Patch, PatchParams}
 use pando_adapter_sdk::types::{BundlePlan, Error, VolumeHandle, VolumeRequest};
 use serde_json::json;
 
-use crate::apply::post;
+use crate::app::{binding, objects, quota};
 use crate::config::Config;
-use crate::{names, objects, quota};
+use crate::kit::{self, names, post};
 
 /// Makes the app's namespace when it is missing, with the adapter's own
 /// binding, the quota and the limit range in it ([`quota::set_up`]); a
@@ -61,20 +61,20 @@ pub fn owned_namespace(ns: &str, id: &str) -> Result<Option<Namespace>, Error> {
 /// `conflict` unless `existing` carries Pando's label and app `id`'s.
 fn check_owned(existing: &Namespace, ns: &str, id: &str) -> Result<(), Error> {
     let labels = existing.metadata.labels.clone().unwrap_or_default();
-    if labels.get(objects::MANAGED_BY).map(String::as_str) != Some(objects::MANAGER) {
+    if labels.get(kit::MANAGED_BY).map(String::as_str) != Some(kit::MANAGER) {
         return Err(Error::Conflict(format!(
             "namespace `{ns}` exists and is not Pando's (no label `{}: {}`): \
              rename the app, or remove the namespace",
-            objects::MANAGED_BY,
-            objects::MANAGER
+            kit::MANAGED_BY,
+            kit::MANAGER
         )));
     }
-    match labels.get(objects::APP_LABEL) {
+    match labels.get(kit::APP_LABEL) {
         Some(app) if app == id => Ok(()),
         other => Err(Error::Conflict(format!(
             "namespace `{ns}` is Pando's but not app `{id}`'s (its label `{}` is {}): Pando \
              made it for something else, and nothing of it is touched; rename the app",
-            objects::APP_LABEL,
+            kit::APP_LABEL,
             other.map_or_else(|| "absent".to_owned(), |a| format!("`{a}`"))
         ))),
     }
@@ -167,7 +167,7 @@ pub fn destroy_volume(volume: &VolumeHandle) -> Result<(), Error> {
     // A namespace deleted meanwhile leaves no binding of the adapter's:
     // RBAC refuses, and there is no claim either.
     let found = match api.get_opt(name) {
-        Err(e) if crate::rbac::namespace_gone(&ns, &e) => None,
+        Err(e) if binding::namespace_gone(&ns, &e) => None,
         other => other.map_err(ctx)?,
     };
     let Some(claim) = found else {

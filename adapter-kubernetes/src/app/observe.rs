@@ -19,7 +19,9 @@ use pando_adapter_sdk::types::{
     BundleRef, Error, ObservedBundle, ObservedVolume, ObservedWorkload, WorkloadPhase,
 };
 
-use crate::{names, objects, quantity};
+use crate::app::objects;
+use crate::capacity::quantity;
+use crate::kit::{self, names};
 
 /// Reports the app's workloads and volumes as the cluster has them.
 pub fn observe(bundle: &BundleRef) -> Result<ObservedBundle, Error> {
@@ -42,7 +44,7 @@ pub fn observe(bundle: &BundleRef) -> Result<ObservedBundle, Error> {
     // Claims carry the managed label like everything the adapter makes; the
     // selector is what lets a cache of Pando's objects answer the list.
     let managed = ListParams::default()
-        .labels(&objects::managed_selector())
+        .labels(&kit::managed_selector())
         .resource_version("0");
     let pods = Api::<Pod>::namespaced(&ns).list(&managed).map_err(ctx)?;
     let services = Api::<Service>::namespaced(&ns)

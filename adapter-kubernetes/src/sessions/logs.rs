@@ -7,7 +7,7 @@ use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::Pod;
 use pando_adapter_sdk::kube::{Api, LogParams};
 use pando_adapter_sdk::types::{Error, InputStream, LogOptions, WorkloadRef};
 
-use crate::{objects, pods};
+use crate::app::{objects, pods};
 
 /// The log of the workload's newest pod (2 requests: the pod list, then
 /// the log). The host's stream is returned as it is: its bytes never enter

@@ -13,9 +13,9 @@ use pando_adapter_sdk::kube::{Api, NamespaceResourceScope, Resource};
 use pando_adapter_sdk::types::Error;
 use serde_json::json;
 
-use crate::apply::post;
+use crate::app::binding;
 use crate::config::Config;
-use crate::{objects, rbac};
+use crate::kit::{self, post};
 
 /// The ResourceQuota's and the LimitRange's name.
 pub const NAME: &str = "pando-app";
@@ -23,10 +23,10 @@ pub const NAME: &str = "pando-app";
 /// The app namespace's ResourceQuota.
 pub fn resource_quota(config: &Config) -> Result<ResourceQuota, Error> {
     let q = &config.app_quota;
-    objects::typed(json!({
+    kit::typed(json!({
         "apiVersion": "v1",
         "kind": "ResourceQuota",
-        "metadata": { "name": NAME, "labels": { objects::MANAGED_BY: objects::MANAGER } },
+        "metadata": { "name": NAME, "labels": { kit::MANAGED_BY: kit::MANAGER } },
         "spec": { "hard": {
             "pods": q.pods.to_string(),
             "requests.cpu": format!("{}m", q.cpu_millis),
@@ -42,10 +42,10 @@ pub fn resource_quota(config: &Config) -> Result<ResourceQuota, Error> {
 /// memory limit or no requests, and the largest memory limit.
 pub fn limit_range(config: &Config) -> Result<LimitRange, Error> {
     let l = &config.container_limits;
-    objects::typed(json!({
+    kit::typed(json!({
         "apiVersion": "v1",
         "kind": "LimitRange",
-        "metadata": { "name": NAME, "labels": { objects::MANAGED_BY: objects::MANAGER } },
+        "metadata": { "name": NAME, "labels": { kit::MANAGED_BY: kit::MANAGER } },
         "spec": { "limits": [{
             "type": "Container",
             "default": { "memory": l.default_memory_bytes.to_string() },
@@ -63,7 +63,7 @@ pub fn limit_range(config: &Config) -> Result<LimitRange, Error> {
 /// is made, before anything runs in it. Existing ones are left as they are
 /// (the role cannot change them). 4 requests.
 pub fn set_up(config: &Config, ns: &str) -> Result<(), Error> {
-    rbac::bind_self(config, ns)?;
+    binding::bind_self(config, ns)?;
     let ctx = |kind: &str, field: &str| {
         format!(
             "the {kind} `{ns}/{NAME}` (configuration field `{field}`; the cluster's admission \

@@ -16,129 +16,31 @@ use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
 };
 use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
 use pando_adapter_sdk::types::{BundlePlan, Error, Protocol, RegistryCredential, WorkloadSpec};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::egress;
+use crate::isolation::egress;
+use crate::kit::security::pod_context;
+use crate::kit::{
+    APP_LABEL, MANAGED_BY, MANAGER, PANDO_SERVER_LABEL, app_labels, typed, with_hash,
+};
 
-/// Label on everything the adapter makes.
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-/// Its value.
-pub const MANAGER: &str = "pando";
-/// Label naming the app an object belongs to.
-pub const APP_LABEL: &str = "pando.dev/app";
 /// Label naming the workload a pod or Service belongs to.
 pub const WORKLOAD_LABEL: &str = "pando.dev/workload";
 /// Label naming the volume a claim is.
 pub const VOLUME_LABEL: &str = "pando.dev/volume";
 /// Annotation with the image digest (or the image, without one) a pod runs.
 pub const DIGEST_ANNOTATION: &str = "pando.dev/digest";
-/// Annotation with the hash of the desired object (see the module doc).
-pub const HASH_ANNOTATION: &str = "pando.dev/spec-hash";
 /// Annotation the pull Secret carries so that each rewrite is a real write
 /// (the API server drops an update that changes nothing, O-41).
 pub const WRITTEN_ANNOTATION: &str = "pando.dev/written-at-ms";
 /// The label Pando's server pods carry, admitted by every app's policy
-///
-pub const PANDO_SERVER_LABEL: (&str, &str) = ("app.kubernetes.io/name", "pando");
 /// The app's default-deny NetworkPolicy.
 pub const POLICY_NAME: &str = "pando-default-deny";
 /// The image pull Secret.
 pub const PULL_SECRET_NAME: &str = "pando-pull";
 /// The one container of a workload's pod.
 pub const CONTAINER_NAME: &str = "workload";
-/// The field manager the adapter writes as.
-pub const FIELD_MANAGER: &str = "pando";
-
-/// The user and group the adapter's own busybox pods (the volume helper, the
-/// canary, the trial's observer) run as: `nobody`, numeric so that the
-/// kubelet can check `runAsNonRoot` whatever the image says.
-pub const HELPER_UID: u64 = 65534;
-
-/// A container `securityContext` that meets Pod Security `restricted` for
-/// the adapter's own containers: not root (`uid`, numeric), no privilege
-/// escalation, every capability dropped, the runtime's default seccomp
-/// profile. No host namespace or path is ever set beside it.
-pub fn restricted_context(uid: u64) -> Value {
-    json!({
-        "runAsNonRoot": true,
-        "runAsUser": uid,
-        "runAsGroup": uid,
-        "allowPrivilegeEscalation": false,
-        "capabilities": { "drop": ["ALL"] },
-        "seccompProfile": { "type": "RuntimeDefault" },
-    })
-}
-
-/// The volume helper's container `securityContext` (snapshots and restores): root, with
-/// only what handling files of any owner takes — reading and writing them past their modes,
-/// keeping their owners and modes as tar restores them — no privilege escalation, the
-/// runtime's default seccomp profile. Pod Security `baseline`, not `restricted`: a volume
-/// holds files of whatever user the app wrote them as, and a helper as `nobody` can neither
-/// read one only its owner may read nor remove the old contents a restore replaces (it
-/// failed half-way through the swap, on the real node).
-pub fn volume_helper_context() -> Value {
-    json!({
-        "runAsUser": 0,
-        "runAsGroup": 0,
-        "allowPrivilegeEscalation": false,
-        "capabilities": { "drop": ["ALL"], "add": ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"] },
-        "seccompProfile": { "type": "RuntimeDefault" },
-    })
-}
-
-/// The pod `securityContext` of every pod the adapter makes: the runtime's
-/// default seccomp profile (`restricted` asks it of each pod; `baseline`
-/// would allow `Unconfined`, which app pods never get either).
-pub fn pod_context() -> Value {
-    json!({ "seccompProfile": { "type": "RuntimeDefault" } })
-}
-
-/// The labels every object of app `id` carries.
-pub fn app_labels(id: &str) -> Value {
-    json!({ MANAGED_BY: MANAGER, APP_LABEL: id })
-}
-
-/// The label selector that lists app objects (any app when the namespace
-/// already says which).
-pub fn managed_selector() -> String {
-    format!("{MANAGED_BY}={MANAGER}")
-}
-
-/// FNV-1a, 64 bits, in hex: a stable hash with no dependency, enough to
-/// tell whether a desired object changed (not a security boundary).
-pub fn hash(value: &Value) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in value.to_string().bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
-
-/// Puts the hash of `object` (as it is now) into its annotations.
-pub(crate) fn with_hash(mut object: Value) -> Value {
-    let h = hash(&object);
-    object["metadata"]["annotations"][HASH_ANNOTATION] = Value::String(h);
-    object
-}
-
-/// Decodes a built object into its typed form.
-pub(crate) fn typed<K: DeserializeOwned>(object: Value) -> Result<K, Error> {
-    serde_json::from_value(object)
-        .map_err(|e| Error::Internal(format!("building a Kubernetes object: {e}")))
-}
-
-/// The hash an existing object was written with.
-pub fn stored_hash(
-    meta: &pando_adapter_sdk::kube::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Option<&str> {
-    meta.annotations
-        .as_ref()
-        .and_then(|a| a.get(HASH_ANNOTATION))
-        .map(String::as_str)
-}
 
 /// The app's namespace, labelled as Pando's.
 pub fn namespace(namespace: &str, id: &str) -> Result<Namespace, Error> {
@@ -180,7 +82,7 @@ pub fn policy(
     egress: Vec<Value>,
 ) -> Result<NetworkPolicy, Error> {
     let own = json!({ "to": [{ "podSelector": {} }] });
-    let egress: Vec<Value> = [crate::exclusions::dns_rule(config), own]
+    let egress: Vec<Value> = [crate::isolation::exclusions::dns_rule(config), own]
         .into_iter()
         .chain(egress)
         .collect();
@@ -241,7 +143,7 @@ pub fn workload_labels(id: &str, workload: &str) -> Value {
 /// A workload's headless Service (`clusterIP: None`): its name resolves to
 /// the pod inside the cluster, and nothing outside reaches it.
 pub fn service(id: &str, w: &WorkloadSpec) -> Result<Service, Error> {
-    let name = crate::names::service_name(&w.name)?;
+    let name = crate::kit::names::service_name(&w.name)?;
     let ports: Vec<Value> = w
         .ports
         .iter()
@@ -284,7 +186,12 @@ fn resources(cpu_millis: u64, memory_bytes: u64) -> Value {
 /// A workload's bare pod: `restartPolicy: Never`, no owner, no
 /// service-account token, no host ports or host network.
 pub fn pod(config: &Config, plan: &BundlePlan, w: &WorkloadSpec) -> Result<Pod, Error> {
-    pod_in(config, plan, w, &crate::names::app_namespace(&plan.id)?)
+    pod_in(
+        config,
+        plan,
+        w,
+        &crate::kit::names::app_namespace(&plan.id)?,
+    )
 }
 
 /// [`pod`], for namespace `ns` (a trial's is not the app's): the egress
@@ -295,7 +202,7 @@ pub fn pod_in(
     w: &WorkloadSpec,
     ns: &str,
 ) -> Result<Pod, Error> {
-    let name = crate::names::service_name(&w.name)?;
+    let name = crate::kit::names::service_name(&w.name)?;
     let volumes: BTreeSet<&str> = plan.volumes.iter().map(|v| v.name.as_str()).collect();
     let mut mounts = Vec::new();
     let mut pod_volumes = Vec::new();
@@ -378,7 +285,7 @@ pub fn pod_in(
 
 /// A volume's claim name: the volume's own, a DNS label.
 pub fn claim_name(volume: &str) -> Result<&str, Error> {
-    crate::names::check_dns_label(volume)
+    crate::kit::names::check_dns_label(volume)
         .map_err(|why| Error::Invalid(format!("volume name `{volume}` {why}")))?;
     Ok(volume)
 }
@@ -413,6 +320,7 @@ pub fn claim(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kit::stored_hash;
     use pando_adapter_sdk::types::{
         EgressPolicy, EgressRule, NetworkRules, Port, ResourceRequirements, Resources,
     };

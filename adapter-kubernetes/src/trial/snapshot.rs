@@ -34,9 +34,11 @@ use pando_adapter_sdk::kubernetes as raw;
 use pando_adapter_sdk::types::{Error, InputStream, OutputStream, StreamError, VolumeHandle};
 use pando_adapter_sdk::{ExecSession, time};
 
+use crate::app::{binding, objects};
 use crate::config::Config;
-use crate::helper::{self, HelperPod, Mount};
-use crate::{exec, names, objects};
+use crate::kit::{names, pods};
+use crate::sessions::exec;
+use crate::trial::helper_pods::{self, HelperPod, Mount};
 
 /// The exit status of the unpack script for a stream that is not a tar
 /// archive.
@@ -141,7 +143,7 @@ fn locate(volume: &VolumeHandle) -> Result<(String, String, Vec<Pod>), Error> {
     // A namespace not the app's own is `conflict`: its claims are not the app's.
     let owned = crate::volumes::owned_namespace(&ns, &volume.bundle)?.is_some();
     let found = match Api::<PersistentVolumeClaim>::namespaced(&ns).get_opt(&claim) {
-        Err(e) if crate::rbac::namespace_gone(&ns, &e) => None,
+        Err(e) if binding::namespace_gone(&ns, &e) => None,
         other => other.map_err(ctx)?,
     };
     if !owned || found.is_none() {
@@ -164,7 +166,7 @@ pub fn snapshot_volume(
 ) -> Result<(), Error> {
     let (ns, claim, pods) = locate(volume)?;
     let path = mount_path(&ns, &claim);
-    let node = helper::node_of_claim_user(&pods, &claim);
+    let node = helper_pods::node_of_claim_user(&pods, &claim);
     let pod = HelperPod::start(
         config,
         &ns,
@@ -193,12 +195,12 @@ pub fn restore_volume(
     let (ns, claim, pods) = locate(volume)?;
     let users: Vec<&Pod> = pods
         .iter()
-        .filter(|p| !crate::apply::has_exited(p) && helper::mounts_claim(p, &claim))
+        .filter(|p| !pods::has_exited(p) && helper_pods::mounts_claim(p, &claim))
         .filter(|p| {
             !p.metadata
                 .labels
                 .as_ref()
-                .is_some_and(|l| l.contains_key(helper::HELPER_LABEL))
+                .is_some_and(|l| l.contains_key(helper_pods::HELPER_LABEL))
         })
         .collect();
     if let Some(user) = users
@@ -219,8 +221,8 @@ pub fn restore_volume(
         let name = user.metadata.name.as_deref().unwrap_or_default();
         // Its grace period, and a margin for the kill after it: a process that ignores
         // SIGTERM takes all of it.
-        let limit = crate::apply::gone_limit(user);
-        crate::apply::wait_gone_within(&api, name, limit).map_err(|e| {
+        let limit = pods::gone_limit(user);
+        pods::wait_gone_within(&api, name, limit).map_err(|e| {
             e.context(&format!(
                 "restore of volume `{ns}/{claim}`: waiting for its stopped user `{name}`"
             ))

@@ -21,7 +21,8 @@ use pando_adapter_sdk::types::{EgressPolicy, Error, NetworkRules};
 use serde_json::{Value, json};
 
 use crate::config::{Cidr, Config};
-use crate::objects::{app_labels, typed, with_hash};
+use crate::kit::security;
+use crate::kit::{app_labels, typed, with_hash};
 
 /// The gateway's pod, Service and policy name; a workload may not take it.
 pub const GATEWAY_NAME: &str = "pando-egress-gateway";
@@ -71,12 +72,13 @@ pub fn egress(config: &Config, id: &str, network: &NetworkRules) -> Result<Egres
                 match rule.destination.parse::<Cidr>() {
                     Ok(cidr) => {
                         // Clipped as `open` is: never into the cluster.
-                        let peer = crate::exclusions::clip(config, cidr).map_err(|why| {
-                            Error::Invalid(format!(
-                                "egress destination `{}` of app `{id}` {why}",
-                                rule.destination
-                            ))
-                        })?;
+                        let peer =
+                            crate::isolation::exclusions::clip(config, cidr).map_err(|why| {
+                                Error::Invalid(format!(
+                                    "egress destination `{}` of app `{id}` {why}",
+                                    rule.destination
+                                ))
+                            })?;
                         let mut entry = json!({ "to": [peer] });
                         if !rule.ports.is_empty() {
                             entry["ports"] = port_entries(&rule.ports);
@@ -133,7 +135,7 @@ fn check_host(host: &str) -> Result<(), String> {
         if i == 0 && label == "*" {
             continue;
         }
-        crate::names::check_dns_label(&label.to_ascii_lowercase())
+        crate::kit::names::check_dns_label(&label.to_ascii_lowercase())
             .map_err(|why| format!("is neither a CIDR nor a host name: label `{label}` {why}"))?;
     }
     Ok(())
@@ -153,7 +155,7 @@ fn port_entries(ports: &[u16]) -> Value {
     )
 }
 
-pub use crate::exclusions::outside;
+pub use crate::isolation::exclusions::outside;
 
 /// The gateway's labels: the app's, and the component.
 pub fn gateway_labels(id: &str) -> Value {
@@ -220,7 +222,7 @@ pub fn gateway_pod(
             // Pod Security `restricted`, as the distroless `nonroot` user.
             "securityContext": gateway_context(),
         }],
-        "securityContext": crate::objects::pod_context(),
+        "securityContext": security::pod_context(),
     });
     if let Some(deadline) = deadline {
         spec["activeDeadlineSeconds"] = json!(deadline.as_secs().max(1));
@@ -242,7 +244,7 @@ pub fn gateway_pod(
 /// The gateway container's context: `restricted` as uid 65532 (distroless
 /// `nonroot`), its root filesystem read-only.
 fn gateway_context() -> Value {
-    let mut c = crate::objects::restricted_context(65532);
+    let mut c = security::restricted_context(65532);
     c["readOnlyRootFilesystem"] = json!(true);
     c
 }

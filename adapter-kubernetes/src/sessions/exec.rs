@@ -11,7 +11,7 @@ use pando_adapter_sdk::types::{
 };
 use pando_adapter_sdk::{ExecSession, time};
 
-use crate::{objects, pods};
+use crate::app::{objects, pods};
 
 /// How much of a failed command's stderr is kept to explain it (the
 /// contract's usual cap).

@@ -17,8 +17,9 @@ use pando_adapter_sdk::types::{EdgePlan, Error, Resources};
 use serde_json::{Value, json};
 
 use crate::config::{Config, EdgeServiceType};
-use crate::names;
-use crate::objects::{MANAGED_BY, MANAGER, PANDO_SERVER_LABEL, typed, with_hash};
+use crate::kit::names;
+use crate::kit::security;
+use crate::kit::{MANAGED_BY, MANAGER, PANDO_SERVER_LABEL, typed, with_hash};
 
 /// Label naming the edge a Deployment, its pods, its budget and its
 /// Service belong to.
@@ -141,7 +142,7 @@ pub fn deployment(config: &Config, plan: &EdgePlan) -> Result<Deployment, Error>
         // The edge talks to Pando's proxy, not to the API server.
         "automountServiceAccountToken": false,
         "enableServiceLinks": false,
-        "securityContext": crate::objects::pod_context(),
+        "securityContext": security::pod_context(),
         "containers": [container],
         "affinity": { "podAntiAffinity": {
             "preferredDuringSchedulingIgnoredDuringExecution": [{
@@ -269,7 +270,7 @@ pub fn network_policy(config: &Config, plan: &EdgePlan) -> Result<NetworkPolicy,
         "ports": [tcp(config.proxy_port)],
     });
     // The DNS the apps reach (`dns_egress`), so one setting holds for both.
-    let mut egress = vec![crate::exclusions::dns_rule(config), proxy];
+    let mut egress = vec![crate::isolation::exclusions::dns_rule(config), proxy];
     if let Some(api) = &config.api_server_cidr {
         egress.push(json!({ "to": [{ "ipBlock": { "cidr": api.to_string() } }] }));
     }
@@ -289,7 +290,7 @@ pub fn network_policy(config: &Config, plan: &EdgePlan) -> Result<NetworkPolicy,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::stored_hash;
+    use crate::kit::stored_hash;
     use pando_adapter_sdk::types::{EnvVar, ResourceRequirements};
 
     fn config(extra: &str) -> Config {

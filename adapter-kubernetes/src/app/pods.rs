@@ -7,7 +7,8 @@ use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::Pod;
 use pando_adapter_sdk::kube::{Api, ListParams};
 use pando_adapter_sdk::types::{Error, WorkloadRef};
 
-use crate::{names, objects};
+use crate::app::objects;
+use crate::kit::{self, names};
 
 /// The label selector of one workload's pods.
 pub fn selector(workload: &WorkloadRef) -> Result<String, Error> {
@@ -19,7 +20,7 @@ pub fn selector(workload: &WorkloadRef) -> Result<String, Error> {
         .map_err(|why| error::invalid(format!("app id `{}` {why}", workload.bundle)))?;
     Ok(format!(
         "{}={},{}={}",
-        objects::APP_LABEL,
+        kit::APP_LABEL,
         workload.bundle,
         objects::WORKLOAD_LABEL,
         workload.workload

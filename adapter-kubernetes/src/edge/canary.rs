@@ -28,9 +28,12 @@ use pando_adapter_sdk::types::Error;
 use pando_adapter_sdk::{ExecSession, time};
 use serde_json::json;
 
-use crate::apply::post;
+use crate::app::{binding, quota};
 use crate::config::Config;
-use crate::{exec, objects};
+use crate::kit::pods;
+use crate::kit::security;
+use crate::kit::{self, post};
+use crate::sessions::exec;
 
 /// The canary's namespace.
 pub const NAMESPACE: &str = "pando-canary";
@@ -180,14 +183,13 @@ fn ensure(config: &Config) -> Result<String, Error> {
         current = None;
     }
     if current.is_none() {
-        let ns: Namespace = objects::typed(json!({
+        let ns: Namespace = kit::typed(json!({
             "apiVersion": "v1", "kind": "Namespace",
-            "metadata": { "name": NAMESPACE, "labels": { objects::MANAGED_BY: objects::MANAGER } },
+            "metadata": { "name": NAMESPACE, "labels": { kit::MANAGED_BY: kit::MANAGER } },
         }))?;
         namespaces.create(&post(), &ns).map_err(ctx)?;
         // Inside it the adapter acts through its own binding, made here.
-        crate::rbac::bind_self(config, NAMESPACE)
-            .inspect_err(|_| crate::quota::abandon(NAMESPACE))?;
+        binding::bind_self(config, NAMESPACE).inspect_err(|_| quota::abandon(NAMESPACE))?;
     }
     // Every check, not only when the namespace is made: a policy deleted or
     // edited since would make every later check say "not enforced" of a
@@ -205,8 +207,8 @@ fn ensure(config: &Config) -> Result<String, Error> {
             .iter()
             .find(|p| p.metadata.name.as_deref() == Some(role));
         let fine = have.is_some_and(|p| {
-            objects::stored_hash(&p.metadata) == objects::stored_hash(&want.metadata)
-                && !crate::apply::has_exited(p)
+            kit::stored_hash(&p.metadata) == kit::stored_hash(&want.metadata)
+                && !pods::has_exited(p)
                 && p.metadata.deletion_timestamp.is_none()
         });
         if fine {
@@ -233,7 +235,7 @@ fn ensure(config: &Config) -> Result<String, Error> {
 /// when it is as it should be. The spec itself is compared, not a hash of
 /// it: an edit by hand keeps the hash annotation it came with.
 fn ensure_policy() -> Result<(), Error> {
-    let mut want: NetworkPolicy = objects::typed(json!({
+    let mut want: NetworkPolicy = kit::typed(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": { "name": POLICY },
         "spec": {
@@ -307,7 +309,7 @@ fn pod(config: &Config, role: &str) -> Result<Pod, Error> {
         "automountServiceAccountToken": false,
         "enableServiceLinks": false,
         "terminationGracePeriodSeconds": 1,
-        "securityContext": objects::pod_context(),
+        "securityContext": security::pod_context(),
         "containers": [{
             "name": "canary",
             "image": config.helper_image,
@@ -316,7 +318,7 @@ fn pod(config: &Config, role: &str) -> Result<Pod, Error> {
                            "limits": { "memory": "32Mi" } },
             // Pod Security `restricted`, as `nobody`: httpd serves from /tmp, an emptyDir
             // (the image's own /tmp may not be writable by it) on an unprivileged port.
-            "securityContext": objects::restricted_context(objects::HELPER_UID),
+            "securityContext": security::restricted_context(security::HELPER_UID),
             "volumeMounts": [{ "name": "tmp", "mountPath": "/tmp" }],
         }],
         "volumes": [{ "name": "tmp", "emptyDir": { "sizeLimit": "1Mi" } }],
@@ -329,12 +331,12 @@ fn pod(config: &Config, role: &str) -> Result<Pod, Error> {
     if !config.node_selector.is_empty() {
         spec["nodeSelector"] = json!(config.node_selector.labels());
     }
-    objects::typed(objects::with_hash(json!({
+    kit::typed(kit::with_hash(json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "name": role,
-            "labels": { objects::MANAGED_BY: objects::MANAGER, ROLE_LABEL: role },
+            "labels": { kit::MANAGED_BY: kit::MANAGER, ROLE_LABEL: role },
         },
         "spec": spec,
     })))

@@ -14,8 +14,13 @@ use pando_adapter_sdk::types::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::apply::has_exited;
-use crate::{names, objects, quantity, volumes};
+use crate::app::binding;
+use crate::app::objects;
+use crate::capacity::quantity;
+use crate::kit::names;
+use crate::kit::pods::has_exited;
+use crate::kit::{self};
+use crate::volumes;
 
 /// Stop removes the app's running (and pending) pods and keeps everything
 /// else: Services, volumes, configuration, and any pod that has already
@@ -29,7 +34,7 @@ pub fn stop(bundle: &BundleRef) -> Result<(), Error> {
     }
     let api = Api::<Pod>::namespaced(&ns);
     let ctx = |e| Error::from(e).context(&format!("stopping the pods of namespace `{ns}`"));
-    let pods = match api.list(&ListParams::default().labels(&objects::managed_selector())) {
+    let pods = match api.list(&ListParams::default().labels(&kit::managed_selector())) {
         Ok(pods) => pods,
         Err(e) if e.is_not_found() => return Ok(()),
         Err(e) => return Err(ctx(e)),
@@ -54,7 +59,7 @@ where
     let api = Api::<K>::namespaced(ns);
     let ctx = |e| Error::from(e).context(&format!("deleting the {} of `{ns}`", K::KIND));
     let list = api
-        .list(&ListParams::default().labels(&objects::managed_selector()))
+        .list(&ListParams::default().labels(&kit::managed_selector()))
         .map_err(ctx)?;
     for item in &list.items {
         if let Some(name) = &item.metadata().name {
@@ -133,12 +138,12 @@ fn claim_bytes(claim: &PersistentVolumeClaim) -> u64 {
 pub fn usage(bundle: &BundleRef) -> Result<BundleUsage, Error> {
     let ns = names::app_namespace(&bundle.id)?;
     let ctx = |e| Error::from(e).context(&format!("the usage of namespace `{ns}`"));
-    let managed = ListParams::default().labels(&objects::managed_selector());
+    let managed = ListParams::default().labels(&kit::managed_selector());
     let pods = Api::<Pod>::namespaced(&ns).list(&managed).map_err(ctx)?;
     // Pods are read cluster-wide; claims only through the adapter's binding,
     // which an app that does not exist has none of: it uses nothing.
     let claims = match Api::<PersistentVolumeClaim>::namespaced(&ns).list(&ListParams::default()) {
-        Err(e) if crate::rbac::namespace_gone(&ns, &e) => Default::default(),
+        Err(e) if binding::namespace_gone(&ns, &e) => Default::default(),
         other => other.map_err(ctx)?,
     };
     Ok(BundleUsage {
@@ -170,7 +175,7 @@ pub fn usage(bundle: &BundleRef) -> Result<BundleUsage, Error> {
 /// namespace rather than 1 + 2 per app namespace.
 pub fn in_use() -> Result<InUseReport, Error> {
     let managed = ListParams::default()
-        .labels(&objects::managed_selector())
+        .labels(&kit::managed_selector())
         .resource_version("0");
     let namespaces = Api::<Namespace>::all()
         .list(&managed)
@@ -190,7 +195,7 @@ pub fn in_use() -> Result<InUseReport, Error> {
             ns.metadata
                 .labels
                 .as_ref()
-                .and_then(|l| l.get(objects::APP_LABEL)),
+                .and_then(|l| l.get(kit::APP_LABEL)),
         ) else {
             continue;
         };

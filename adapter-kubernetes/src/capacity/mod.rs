@@ -19,7 +19,9 @@ use pando_adapter_sdk::kube::{Api, ListParams};
 use pando_adapter_sdk::types::{CapacityReport, Error, Fit, Resources};
 
 use crate::config::NodeSelector;
-use crate::{names, objects, quantity};
+use crate::kit::{self, names};
+
+pub mod quantity;
 
 /// An eligible node and what it can hold.
 #[derive(Clone, Debug)]
@@ -282,10 +284,10 @@ pub fn pod_requests(pod: &Pod) -> Resources {
 /// server, the edge, other tenants — is not the planner's to take off.
 pub fn bundle_of(pod: &Pod) -> Option<String> {
     let labels = pod.metadata.labels.as_ref()?;
-    if labels.get(objects::MANAGED_BY).map(String::as_str) != Some(objects::MANAGER) {
+    if labels.get(kit::MANAGED_BY).map(String::as_str) != Some(kit::MANAGER) {
         return None;
     }
-    let id = labels.get(objects::APP_LABEL)?;
+    let id = labels.get(kit::APP_LABEL)?;
     let ns = pod.metadata.namespace.as_deref()?;
     (names::app_namespace(id).ok().as_deref() == Some(ns)).then(|| id.clone())
 }

@@ -1,10 +1,16 @@
-//! The isolation class a RuntimeClass gives app pods.
+//! How an app is kept apart: the isolation class a RuntimeClass gives its
+//! pods, here; where it may connect out to ([`egress`],
+//! ), never into the cluster's ranges ([`exclusions`]).
 //!
-//! A pure function of the RuntimeClass's handler (the CRI runtime handler,
+//! The isolation class is a pure function of the RuntimeClass's handler (the CRI runtime handler,
 //! `spec.handler`), so it is tested without a cluster; the adapter reads the
 //! configured RuntimeClass and passes its handler here.
 
 use pando_adapter_sdk::types::IsolationClass;
+
+pub(crate) mod cidr;
+pub mod egress;
+pub mod exclusions;
 
 /// The isolation class of pods run by the CRI handler `handler`:
 ///

@@ -33,7 +33,8 @@ use pando_adapter_sdk::kube::{
 use pando_adapter_sdk::time;
 use pando_adapter_sdk::types::{BundleEvent, BundleSink, Error, WatchEnd, WorkloadChange};
 
-use crate::{names, objects, observe};
+use crate::app::{objects, observe};
+use crate::kit::{self, names};
 
 /// How long a broken watch is tried again, counted in the pauses between
 /// failures in a row: longer than an API server takes to restart.
@@ -46,7 +47,7 @@ const RESUME_PAUSE_MAX: Duration = Duration::from_secs(4);
 
 /// Only app pods: Pando's, with an app label.
 pub fn selector() -> String {
-    format!("{},{}", objects::managed_selector(), objects::APP_LABEL)
+    format!("{},{}", kit::managed_selector(), kit::APP_LABEL)
 }
 
 /// The change a watch event reports, when the pod is a workload of an app
@@ -54,7 +55,7 @@ pub fn selector() -> String {
 /// a workload core knows).
 pub fn change(pod: &Pod, deleted: bool) -> Option<WorkloadChange> {
     let labels = pod.metadata.labels.as_ref()?;
-    let bundle = labels.get(objects::APP_LABEL)?;
+    let bundle = labels.get(kit::APP_LABEL)?;
     let workload = labels.get(objects::WORKLOAD_LABEL)?;
     if names::app_namespace(bundle).ok().as_deref() != pod.metadata.namespace.as_deref() {
         return None;

@@ -40,9 +40,14 @@ use pando_adapter_sdk::types::{
 use pando_adapter_sdk::{ExecSession, io, time};
 use serde_json::{Value, json};
 
-use crate::apply::post;
+use crate::app::objects;
 use crate::config::Config;
-use crate::{egress, exec, helper, names, objects};
+use crate::isolation::egress;
+use crate::kit::{self, names, post, security};
+use crate::sessions::exec;
+
+pub mod helper_pods;
+pub mod snapshot;
 
 /// Label on a trial's namespace and pods: the app it is for.
 pub const TRIAL_LABEL: &str = "pando.dev/trial";
@@ -128,15 +133,15 @@ impl TrialNamespace {
         now: u64,
         duration: Duration,
     ) -> Result<TrialNamespace, Error> {
-        let suffix = &objects::hash(&json!([bundle, now]))[..10];
+        let suffix = &kit::hash(&json!([bundle, now]))[..10];
         let name = format!("pando-trial-{suffix}");
-        let expires = now + (duration + helper::START_TIMEOUT).as_millis() as u64 + 60_000;
-        let namespace: Namespace = objects::typed(json!({
+        let expires = now + (duration + helper_pods::START_TIMEOUT).as_millis() as u64 + 60_000;
+        let namespace: Namespace = kit::typed(json!({
             "apiVersion": "v1",
             "kind": "Namespace",
             "metadata": {
                 "name": name,
-                "labels": { objects::MANAGED_BY: objects::MANAGER, TRIAL_LABEL: bundle },
+                "labels": { kit::MANAGED_BY: kit::MANAGER, TRIAL_LABEL: bundle },
                 "annotations": { EXPIRES_ANNOTATION: expires.to_string() },
             },
         }))?;
@@ -145,7 +150,7 @@ impl TrialNamespace {
             .map_err(|e| Error::from(e).context(&format!("trial namespace `{name}`")))?;
         // Dropped on failure: the namespace goes again.
         let ns = TrialNamespace { name };
-        crate::quota::set_up(config, &ns.name)?;
+        crate::app::quota::set_up(config, &ns.name)?;
         Ok(ns)
     }
 }
@@ -190,7 +195,7 @@ fn sweep(now: u64) {
 /// duration, its start, and a minute's slack; they end themselves then
 /// whatever became of the call.
 pub fn lifetime(duration: Duration) -> Duration {
-    duration + helper::START_TIMEOUT + Duration::from_secs(60)
+    duration + helper_pods::START_TIMEOUT + Duration::from_secs(60)
 }
 
 /// The workload's pod as the app would run it, with the observer beside
@@ -207,8 +212,7 @@ fn trial_pod(
     let pod = objects::pod_in(config, plan, w, ns)?;
     let mut pod: Value = serde_json::to_value(pod)
         .map_err(|e| Error::Internal(format!("encoding the trial pod: {e}")))?;
-    pod["metadata"]["labels"] =
-        json!({ objects::MANAGED_BY: objects::MANAGER, TRIAL_LABEL: plan.id });
+    pod["metadata"]["labels"] = json!({ kit::MANAGED_BY: kit::MANAGER, TRIAL_LABEL: plan.id });
     let spec = &mut pod["spec"];
     let lifetime = lifetime(duration);
     spec["activeDeadlineSeconds"] = json!(lifetime.as_secs());
@@ -228,13 +232,13 @@ fn trial_pod(
         "resources": { "requests": { "cpu": "10m", "memory": "16Mi" },
                        "limits": { "memory": "64Mi" } },
         // Pod Security `restricted` for the observer itself; the pod's seccomp profile is
-        // set by the app's pod already (objects::pod_context).
-        "securityContext": objects::restricted_context(objects::HELPER_UID),
+        // set by the app's pod already (security::pod_context).
+        "securityContext": security::restricted_context(security::HELPER_UID),
     });
     if let Some(containers) = spec["containers"].as_array_mut() {
         containers.push(observer);
     }
-    objects::typed(pod)
+    kit::typed(pod)
 }
 
 /// The trial namespace's policies, gateway (its pod ending by `lifetime`
@@ -345,11 +349,11 @@ fn watch(ns: &str, pod: &str, duration: Duration) -> Result<TrialResult, Error> 
             )));
         }
         if !started && exit_code.is_none() {
-            if waited >= helper::START_TIMEOUT {
+            if waited >= helper_pods::START_TIMEOUT {
                 return Err(error::unavailable(format!(
                     "trial pod `{ns}/{pod}` did not start within {} s{}",
-                    helper::START_TIMEOUT.as_secs(),
-                    crate::pods::waiting_reason(&current, objects::CONTAINER_NAME)
+                    helper_pods::START_TIMEOUT.as_secs(),
+                    crate::app::pods::waiting_reason(&current, objects::CONTAINER_NAME)
                 )));
             }
             waited += OBSERVE_EVERY;
@@ -590,7 +594,9 @@ mod tests {
             egress::gateway_pod(&gateway_config(), "shop", &gw, Some(lifetime(duration))).unwrap();
         let deadline = pod.spec.unwrap().active_deadline_seconds;
         assert_eq!(deadline, Some(lifetime(duration).as_secs() as i64));
-        assert!(lifetime(duration) <= duration + helper::START_TIMEOUT + Duration::from_secs(60));
+        assert!(
+            lifetime(duration) <= duration + helper_pods::START_TIMEOUT + Duration::from_secs(60)
+        );
     }
 
     #[test]

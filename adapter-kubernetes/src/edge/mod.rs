@@ -28,10 +28,13 @@ use pando_adapter_sdk::types::{EdgePlan, EdgeState, Error};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::apply::post;
+use crate::app::{binding, quota};
 use crate::config::Config;
-use crate::edge_objects::{self as eo, EDGE_LABEL};
-use crate::objects;
+use crate::kit::{self, post};
+use objects::{self as eo, EDGE_LABEL};
+
+pub mod canary;
+pub mod objects;
 
 /// How long `apply_edge` waits for an edge namespace being deleted (by the
 /// removal of the last edge) to be gone before making it again.
@@ -72,15 +75,15 @@ fn ensure_namespace(config: &Config, ns: &str) -> Result<(), Error> {
         let Some(existing) = api.get_opt(ns).map_err(ctx)? else {
             api.create(&post(), &eo::namespace(ns)?).map_err(ctx)?;
             // Inside it the adapter acts through its own binding, made here.
-            return crate::rbac::bind_self(config, ns).inspect_err(|_| crate::quota::abandon(ns));
+            return binding::bind_self(config, ns).inspect_err(|_| quota::abandon(ns));
         };
         let labels = existing.metadata.labels.unwrap_or_default();
-        if labels.get(objects::MANAGED_BY).map(String::as_str) != Some(objects::MANAGER) {
+        if labels.get(kit::MANAGED_BY).map(String::as_str) != Some(kit::MANAGER) {
             return Err(Error::Conflict(format!(
                 "namespace `{ns}` (configuration field `edge_namespace`) exists and is not \
                  Pando's (no label `{}: {}`): remove it, or configure another edge namespace",
-                objects::MANAGED_BY,
-                objects::MANAGER
+                kit::MANAGED_BY,
+                kit::MANAGER
             )));
         }
         if existing.metadata.deletion_timestamp.is_none() {
@@ -116,8 +119,7 @@ where
             api.create(&post(), &desired).map_err(ctx)?;
         }
         Some(existing)
-            if objects::stored_hash(existing.metadata())
-                != objects::stored_hash(desired.metadata()) =>
+            if kit::stored_hash(existing.metadata()) != kit::stored_hash(desired.metadata()) =>
         {
             desired.metadata_mut().resource_version = existing.metadata().resource_version.clone();
             api.replace(&name, &post(), &desired).map_err(ctx)?;
@@ -134,7 +136,7 @@ pub fn observe_edge(config: &Config, name: &str) -> Result<EdgeState, Error> {
     let ns = &config.edge_namespace;
     let ctx = |e| Error::from(e).context(&format!("observing edge `{name}`"));
     let found = match Api::<Deployment>::namespaced(ns).get_opt(&object) {
-        Err(e) if crate::rbac::namespace_gone(ns, &e) => None,
+        Err(e) if binding::namespace_gone(ns, &e) => None,
         other => other.map_err(ctx)?,
     };
     let Some(deployment) = found else {
@@ -332,7 +334,7 @@ pub fn remove_edge(config: &Config, name: &str) -> Result<(), Error> {
     let dp = DeleteParams::background();
     match Api::<Deployment>::namespaced(ns).delete_opt(&object, &dp) {
         // No namespace, no edge: removed already.
-        Err(e) if crate::rbac::namespace_gone(ns, &e) => return Ok(()),
+        Err(e) if binding::namespace_gone(ns, &e) => return Ok(()),
         other => other.map_err(ctx)?,
     };
     Api::<PodDisruptionBudget>::namespaced(ns)
@@ -362,7 +364,7 @@ fn delete_namespace(ns: &str) -> Result<(), Error> {
         return Ok(());
     };
     let labels = existing.metadata.labels.unwrap_or_default();
-    if labels.get(objects::MANAGED_BY).map(String::as_str) == Some(objects::MANAGER)
+    if labels.get(kit::MANAGED_BY).map(String::as_str) == Some(kit::MANAGER)
         && existing.metadata.deletion_timestamp.is_none()
     {
         api.delete_opt(ns, &DeleteParams::background())
@@ -378,7 +380,7 @@ pub fn edges(config: &Config) -> Result<Vec<String>, Error> {
     let list = match Api::<Deployment>::namespaced(ns)
         .list(&ListParams::default().labels(&eo::any_edge_selector()))
     {
-        Err(e) if crate::rbac::namespace_gone(ns, &e) => return Ok(Vec::new()),
+        Err(e) if binding::namespace_gone(ns, &e) => return Ok(Vec::new()),
         other => other.map_err(|e| {
             Error::from(e).context(&format!("listing the edges in namespace `{ns}`"))
         })?,

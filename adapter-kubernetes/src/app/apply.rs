@@ -1,7 +1,7 @@
 //! Apply: converge an app's namespace toward its plan.
 //!
 //! Idempotent. Each object is compared with what exists by the hash of
-//! what was asked for ([`objects::HASH_ANNOTATION`]), so a satisfied plan
+//! what was asked for ([`kit::HASH_ANNOTATION`]), so a satisfied plan
 //! writes nothing but the pull Secret, which is rewritten on every call
 //! because a registry password can expire (O-41). A pod is recreated only
 //! when its spec (its digest included) differs or it has exited (R-151:
@@ -15,41 +15,22 @@
 //! adds nothing: its pod, Service and policy are in those lists.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use pando_adapter_sdk::error::ErrorExt;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
-use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams, PostParams};
+use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams};
 use pando_adapter_sdk::types::{BundleHandle, BundlePlan, Error};
 
+use crate::app::{objects, rbac};
 use crate::config::Config;
-use crate::{egress, helper, names, objects, rbac, volumes};
-
-/// Beyond a pod's grace period, how long a pod being deleted is waited for:
-/// the kubelet kills what ignored SIGTERM at the end of the grace, and the
-/// API server then removes the object.
-pub(crate) const KILL_MARGIN: Duration = Duration::from_secs(15);
-
-/// Kubernetes' default grace period, for a pod whose spec names none.
-const DEFAULT_GRACE_S: i64 = 30;
-
-/// How long `pod`, deleted, may take to be gone: the grace it actually has
-/// (the one its deletion set, else its spec's, else Kubernetes' 30 s), plus
-/// [`KILL_MARGIN`]. A fixed bound shorter than the grace turns a process
-/// that ignores SIGTERM into a `conflict` on every redeploy.
-pub(crate) fn gone_limit(pod: &Pod) -> Duration {
-    let grace = pod
-        .metadata
-        .deletion_grace_period_seconds
-        .or_else(|| {
-            pod.spec
-                .as_ref()
-                .and_then(|s| s.termination_grace_period_seconds)
-        })
-        .unwrap_or(DEFAULT_GRACE_S);
-    Duration::from_secs(u64::try_from(grace).unwrap_or(0)) + KILL_MARGIN
-}
+use crate::isolation::egress;
+use crate::kit::names;
+use crate::kit::pods::{KILL_MARGIN, gone_limit, has_exited, wait_gone_within};
+use crate::kit::{self, post};
+use crate::trial::helper_pods;
+use crate::volumes;
 
 /// Converges the app's namespace toward `plan` (see the module doc).
 pub fn apply(config: &Config, plan: &BundlePlan) -> Result<BundleHandle, Error> {
@@ -103,7 +84,7 @@ fn ensure_policies(ns: &str, mut desired: BTreeMap<String, NetworkPolicy>) -> Re
     let api = Api::<NetworkPolicy>::namespaced(ns);
     let ctx = |e| Error::from(e).context(&format!("the NetworkPolicies of namespace `{ns}`"));
     let existing = api
-        .list(&ListParams::default().labels(&objects::managed_selector()))
+        .list(&ListParams::default().labels(&kit::managed_selector()))
         .map_err(ctx)?;
     for policy in existing.items {
         let name = policy.metadata.name.clone().unwrap_or_default();
@@ -113,8 +94,7 @@ fn ensure_policies(ns: &str, mut desired: BTreeMap<String, NetworkPolicy>) -> Re
                     .map_err(ctx)?;
             }
             Some(mut want)
-                if objects::stored_hash(&policy.metadata)
-                    != objects::stored_hash(&want.metadata) =>
+                if kit::stored_hash(&policy.metadata) != kit::stored_hash(&want.metadata) =>
             {
                 want.metadata.resource_version = policy.metadata.resource_version;
                 api.replace(&name, &post(), &want).map_err(ctx)?;
@@ -159,7 +139,7 @@ fn ensure_services(ns: &str, mut desired: BTreeMap<String, Service>) -> Result<(
     let api = Api::<Service>::namespaced(ns);
     let ctx = |e| Error::from(e).context(&format!("the Services of namespace `{ns}`"));
     let existing = api
-        .list(&ListParams::default().labels(&objects::managed_selector()))
+        .list(&ListParams::default().labels(&kit::managed_selector()))
         .map_err(ctx)?;
     for svc in existing.items {
         let name = svc.metadata.name.clone().unwrap_or_default();
@@ -168,9 +148,7 @@ fn ensure_services(ns: &str, mut desired: BTreeMap<String, Service>) -> Result<(
                 api.delete_opt(&name, &DeleteParams::background())
                     .map_err(ctx)?;
             }
-            Some(want)
-                if objects::stored_hash(&svc.metadata) != objects::stored_hash(&want.metadata) =>
-            {
+            Some(want) if kit::stored_hash(&svc.metadata) != kit::stored_hash(&want.metadata) => {
                 // A Service's clusterIP cannot change in place; delete and
                 // create rather than replace.
                 api.delete_opt(&name, &DeleteParams::background())
@@ -186,14 +164,6 @@ fn ensure_services(ns: &str, mut desired: BTreeMap<String, Service>) -> Result<(
     Ok(())
 }
 
-/// Whether a pod has exited: it will never run again.
-pub fn has_exited(pod: &Pod) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    )
-}
-
 /// Keeps each workload's pod when it matches and still runs; replaces it
 /// when its spec or digest differs or it exited; deletes pods of workloads
 /// the plan no longer has.
@@ -202,7 +172,7 @@ fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error
     let ctx = |e| Error::from(e).context(&format!("the pods of namespace `{ns}`"));
     // Helper pods (snapshots, restores) are the adapter's but no part of
     // the plan: an apply running beside a snapshot leaves them be.
-    let selector = format!("{},!{}", objects::managed_selector(), helper::HELPER_LABEL);
+    let selector = format!("{},!{}", kit::managed_selector(), helper_pods::HELPER_LABEL);
     let existing = api
         .list(&ListParams::default().labels(&selector))
         .map_err(ctx)?;
@@ -212,7 +182,7 @@ fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error
         let keep = match desired.get(&name) {
             None => false,
             Some(want) => {
-                objects::stored_hash(&pod.metadata) == objects::stored_hash(&want.metadata)
+                kit::stored_hash(&pod.metadata) == kit::stored_hash(&want.metadata)
                     && !has_exited(&pod)
                     && pod.metadata.deletion_timestamp.is_none()
             }
@@ -240,31 +210,4 @@ fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error
         api.create(&post(), pod).map_err(ctx)?;
     }
     Ok(())
-}
-
-/// Waits until the pod `name` is gone, so its successor can take the name,
-/// for at most `limit` (see [`gone_limit`]); the call's deadline bounds it
-/// too.
-pub(crate) fn wait_gone_within(api: &Api<Pod>, name: &str, limit: Duration) -> Result<(), Error> {
-    let step = Duration::from_millis(250);
-    let mut waited = Duration::ZERO;
-    while api.get_opt(name).map_err(Error::from)?.is_some() {
-        if waited >= limit {
-            return Err(Error::Conflict(format!(
-                "pod `{name}` is still terminating after {} s; try again once it is gone",
-                limit.as_secs()
-            )));
-        }
-        pando_adapter_sdk::time::sleep(step)?;
-        waited += step;
-    }
-    Ok(())
-}
-
-/// Create and replace as the adapter's field manager.
-pub fn post() -> PostParams {
-    PostParams {
-        field_manager: Some(objects::FIELD_MANAGER.into()),
-        ..PostParams::default()
-    }
 }

@@ -21,9 +21,8 @@ use pando_adapter_sdk::time;
 use pando_adapter_sdk::types::Error;
 use serde_json::json;
 
-use crate::apply::post;
 use crate::config::Config;
-use crate::objects::{self, app_labels};
+use crate::kit::{self, app_labels, pods, post, security};
 
 /// Label on every helper pod, naming what it is for; apply leaves such pods
 /// alone.
@@ -80,12 +79,12 @@ impl HelperPod {
             "securityContext": if mount.is_some() {
                 // A volume's files are of any owner (docs/kubernetes-adapter.md, "Pod
                 // Security"): `baseline`, with the few capabilities that takes.
-                objects::volume_helper_context()
+                security::volume_helper_context()
             } else {
-                objects::restricted_context(objects::HELPER_UID)
+                security::restricted_context(security::HELPER_UID)
             },
         });
-        let pod_context = objects::pod_context();
+        let pod_context = security::pod_context();
         let mut spec = json!({
             "restartPolicy": "Never",
             "automountServiceAccountToken": false,
@@ -124,7 +123,7 @@ impl HelperPod {
         } else if !config.node_selector.is_empty() {
             spec["nodeSelector"] = json!(config.node_selector.labels());
         }
-        let pod: Pod = objects::typed(json!({
+        let pod: Pod = kit::typed(json!({
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": { "name": name, "labels": labels },
@@ -141,15 +140,15 @@ impl HelperPod {
                     "pod `{ns}/{name}` is in the way of the volume helper and is not one (no \
                      labels `{}: {}`, `{}: {id}`, `{HELPER_LABEL}: {purpose}`): it is left \
                      alone; rename the workload of that name",
-                    objects::MANAGED_BY,
-                    objects::MANAGER,
-                    objects::APP_LABEL,
+                    kit::MANAGED_BY,
+                    kit::MANAGER,
+                    kit::APP_LABEL,
                 )));
             }
             api.delete_opt(name, &DeleteParams::background().grace_period(0))
                 .map_err(ctx)?;
             // Deleted with no grace: gone within the kill margin.
-            crate::apply::wait_gone_within(&api, name, crate::apply::KILL_MARGIN)?;
+            pods::wait_gone_within(&api, name, pods::KILL_MARGIN)?;
         }
         api.create(&post(), &pod).map_err(ctx)?;
         let helper = HelperPod {
@@ -191,7 +190,7 @@ impl HelperPod {
                     config_image(pod.as_ref()),
                     START_TIMEOUT.as_secs(),
                     pod.as_ref()
-                        .map(|p| crate::pods::waiting_reason(p, CONTAINER))
+                        .map(|p| crate::app::pods::waiting_reason(p, CONTAINER))
                         .unwrap_or_default()
                 )));
             }
@@ -250,9 +249,7 @@ impl Drop for HelperPod {
 pub fn is_helper(pod: &Pod, id: &str, purpose: &str) -> bool {
     let labels = pod.metadata.labels.clone().unwrap_or_default();
     let is = |key: &str, value: &str| labels.get(key).map(String::as_str) == Some(value);
-    is(objects::MANAGED_BY, objects::MANAGER)
-        && is(objects::APP_LABEL, id)
-        && is(HELPER_LABEL, purpose)
+    is(kit::MANAGED_BY, kit::MANAGER) && is(kit::APP_LABEL, id) && is(HELPER_LABEL, purpose)
 }
 
 /// The image a helper pod runs, for an error message.
@@ -267,7 +264,7 @@ fn config_image(pod: Option<&Pod>) -> String {
 /// helper can share a `ReadWriteOnce` claim with it.
 pub fn node_of_claim_user(pods: &[Pod], claim: &str) -> Option<String> {
     pods.iter()
-        .filter(|p| !crate::apply::has_exited(p))
+        .filter(|p| !pods::has_exited(p))
         .filter(|p| mounts_claim(p, claim))
         .find_map(|p| p.spec.as_ref()?.node_name.clone())
 }
