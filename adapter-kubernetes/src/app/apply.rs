@@ -14,20 +14,22 @@
 //! (1 PUT): 6 + V reads, 0 or 1 write, whatever N. An egress gateway
 //! adds nothing: its pod, Service and policy are in those lists.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pando_adapter_sdk::error::ErrorExt;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
-use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams};
+use pando_adapter_sdk::kube::{Api, DeleteParams, KubeError, ListParams};
 use pando_adapter_sdk::types::{BundleHandle, BundlePlan, Error};
 
 use crate::app::{objects, rbac};
 use crate::config::Config;
 use crate::isolation::egress;
+use crate::kit::converge::{Recreate, Replace, Way, converge_set, name_of};
 use crate::kit::names;
-use crate::kit::pods::{KILL_MARGIN, gone_limit, has_exited, wait_gone_within};
+use crate::kit::pods::{KILL_MARGIN, gone_limit, has_exited, runs_as_asked, wait_gone_within};
 use crate::kit::{self, post};
 use crate::trial::helper_pods;
 use crate::volumes;
@@ -80,32 +82,13 @@ pub fn apply(config: &Config, plan: &BundlePlan) -> Result<BundleHandle, Error> 
 /// Creates or replaces each policy whose hash differs, and deletes the
 /// adapter's policies the plan no longer needs (a gateway's, once its
 /// names are gone): 1 LIST when all are as wanted.
-fn ensure_policies(ns: &str, mut desired: BTreeMap<String, NetworkPolicy>) -> Result<(), Error> {
+fn ensure_policies(ns: &str, desired: BTreeMap<String, NetworkPolicy>) -> Result<(), Error> {
     let api = Api::<NetworkPolicy>::namespaced(ns);
     let ctx = |e| Error::from(e).context(&format!("the NetworkPolicies of namespace `{ns}`"));
     let existing = api
         .list(&ListParams::default().labels(&kit::managed_selector()))
         .map_err(ctx)?;
-    for policy in existing.items {
-        let name = policy.metadata.name.clone().unwrap_or_default();
-        match desired.remove(&name) {
-            None => {
-                api.delete_opt(&name, &DeleteParams::background())
-                    .map_err(ctx)?;
-            }
-            Some(mut want)
-                if kit::stored_hash(&policy.metadata) != kit::stored_hash(&want.metadata) =>
-            {
-                want.metadata.resource_version = policy.metadata.resource_version;
-                api.replace(&name, &post(), &want).map_err(ctx)?;
-            }
-            Some(_) => {}
-        }
-    }
-    for policy in desired.values() {
-        api.create(&post(), policy).map_err(ctx)?;
-    }
-    Ok(())
+    converge_set(&api, existing.items, desired, &Replace(ctx))
 }
 
 /// Writes the pull Secret on every call (O-41), or deletes it when the plan
@@ -135,79 +118,90 @@ fn ensure_pull_secret(ns: &str, plan: &BundlePlan) -> Result<(), Error> {
 
 /// Creates or replaces each workload's Service, and deletes those of
 /// workloads the plan no longer has (a plan is the whole app).
-fn ensure_services(ns: &str, mut desired: BTreeMap<String, Service>) -> Result<(), Error> {
+fn ensure_services(ns: &str, desired: BTreeMap<String, Service>) -> Result<(), Error> {
     let api = Api::<Service>::namespaced(ns);
     let ctx = |e| Error::from(e).context(&format!("the Services of namespace `{ns}`"));
     let existing = api
         .list(&ListParams::default().labels(&kit::managed_selector()))
         .map_err(ctx)?;
-    for svc in existing.items {
-        let name = svc.metadata.name.clone().unwrap_or_default();
-        match desired.remove(&name) {
-            None => {
-                api.delete_opt(&name, &DeleteParams::background())
-                    .map_err(ctx)?;
-            }
-            Some(want) if kit::stored_hash(&svc.metadata) != kit::stored_hash(&want.metadata) => {
-                // A Service's clusterIP cannot change in place; delete and
-                // create rather than replace.
-                api.delete_opt(&name, &DeleteParams::background())
-                    .map_err(ctx)?;
-                api.create(&post(), &want).map_err(ctx)?;
-            }
-            Some(_) => {}
-        }
-    }
-    for svc in desired.values() {
-        api.create(&post(), svc).map_err(ctx)?;
-    }
-    Ok(())
+    // A Service's clusterIP cannot change in place; delete and create
+    // rather than replace.
+    let way = Recreate {
+        fail: ctx,
+        delete: DeleteParams::background(),
+    };
+    converge_set(&api, existing.items, desired, &way)
 }
 
 /// Keeps each workload's pod when it matches and still runs; replaces it
 /// when its spec or digest differs or it exited; deletes pods of workloads
 /// the plan no longer has.
-fn ensure_pods(ns: &str, mut desired: BTreeMap<String, Pod>) -> Result<(), Error> {
+fn ensure_pods(ns: &str, desired: BTreeMap<String, Pod>) -> Result<(), Error> {
     let api = Api::<Pod>::namespaced(ns);
-    let ctx = |e| Error::from(e).context(&format!("the pods of namespace `{ns}`"));
+    let way = WorkloadPods {
+        ns,
+        replaced: RefCell::default(),
+    };
     // Helper pods (snapshots, restores) are the adapter's but no part of
     // the plan: an apply running beside a snapshot leaves them be.
     let selector = format!("{},!{}", kit::managed_selector(), helper_pods::HELPER_LABEL);
     let existing = api
         .list(&ListParams::default().labels(&selector))
-        .map_err(ctx)?;
-    let mut replaced = BTreeMap::new();
-    for pod in existing.items {
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let keep = match desired.get(&name) {
-            None => false,
-            Some(want) => {
-                kit::stored_hash(&pod.metadata) == kit::stored_hash(&want.metadata)
-                    && !has_exited(&pod)
-                    && pod.metadata.deletion_timestamp.is_none()
-            }
-        };
-        if keep {
-            desired.remove(&name);
-            continue;
-        }
-        // An exited pod runs nothing: it goes at once. A running one gets
-        // its grace period, and its successor waits for all of it.
-        let (params, limit) = if has_exited(&pod) {
+        .map_err(|e| way.fail(e))?;
+    converge_set(&api, existing.items, desired, &way)
+}
+
+/// How a workload's pods converge: a pod is never changed in place, and
+/// one replaced must be gone before its successor takes the name.
+struct WorkloadPods<'a> {
+    ns: &'a str,
+    /// The pods deleted to be replaced, and how long each may take to go.
+    replaced: RefCell<BTreeMap<String, Duration>>,
+}
+
+impl WorkloadPods<'_> {
+    /// Deletes `pod`, and says how long it may take to be gone. An exited
+    /// pod runs nothing: it goes at once. A running one gets its grace
+    /// period, and its successor waits for all of it.
+    fn delete(&self, api: &Api<Pod>, pod: &Pod) -> Result<Duration, Error> {
+        let (params, limit) = if has_exited(pod) {
             (DeleteParams::background().grace_period(0), KILL_MARGIN)
         } else {
-            (DeleteParams::background(), gone_limit(&pod))
+            (DeleteParams::background(), gone_limit(pod))
         };
-        api.delete_opt(&name, &params).map_err(ctx)?;
-        if desired.contains_key(&name) {
-            replaced.insert(name, limit);
+        api.delete_opt(name_of(pod), &params)
+            .map_err(|e| self.fail(e))?;
+        Ok(limit)
+    }
+}
+
+impl Way<Pod> for WorkloadPods<'_> {
+    fn fail(&self, e: KubeError) -> Error {
+        Error::from(e).context(&format!("the pods of namespace `{}`", self.ns))
+    }
+
+    /// Kept when it matches and still runs (R-151: an exited pod is
+    /// replaced, as nothing else starts it again).
+    fn same(&self, have: &Pod, want: &Pod) -> bool {
+        runs_as_asked(have, want)
+    }
+
+    fn change(&self, api: &Api<Pod>, have: &Pod, want: Pod) -> Result<Option<Pod>, Error> {
+        let limit = self.delete(api, have)?;
+        self.replaced
+            .borrow_mut()
+            .insert(name_of(have).to_owned(), limit);
+        Ok(Some(want))
+    }
+
+    fn remove(&self, api: &Api<Pod>, have: &Pod) -> Result<(), Error> {
+        self.delete(api, have).map(|_| ())
+    }
+
+    fn settle(&self, api: &Api<Pod>) -> Result<(), Error> {
+        for (name, limit) in self.replaced.borrow().iter() {
+            wait_gone_within(api, name, *limit)?;
         }
+        Ok(())
     }
-    for (name, limit) in &replaced {
-        wait_gone_within(&api, name, *limit)?;
-    }
-    for pod in desired.values() {
-        api.create(&post(), pod).map_err(ctx)?;
-    }
-    Ok(())
 }

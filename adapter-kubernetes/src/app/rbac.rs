@@ -6,14 +6,15 @@
 //! kept, like the claims and the default-deny policy.
 
 use pando_adapter_sdk::error::ErrorExt;
-use pando_adapter_sdk::kube::Api;
 use pando_adapter_sdk::kube::k8s_openapi::api::rbac::v1::RoleBinding;
+use pando_adapter_sdk::kube::{Api, DeleteParams};
 use pando_adapter_sdk::types::Error;
 use serde_json::json;
 
 use crate::app::binding::is_rbac_refusal;
 use crate::config::Config;
-use crate::kit::{self, post};
+use crate::kit;
+use crate::kit::converge::{Recreate, converge_one};
 
 /// The RoleBinding's name in every app namespace.
 pub const ROLE_BINDING_NAME: &str = "pando-app";
@@ -69,20 +70,11 @@ pub fn ensure_role_binding(config: &Config, ns: &str, id: &str) -> Result<(), Er
         }
         other => other.map_err(ctx)?,
     };
-    match existing {
-        None => {
-            api.create(&post(), &desired).map_err(ctx)?;
-        }
-        Some(existing)
-            if kit::stored_hash(&existing.metadata) != kit::stored_hash(&desired.metadata) =>
-        {
-            api.delete_opt(ROLE_BINDING_NAME, &Default::default())
-                .map_err(ctx)?;
-            api.create(&post(), &desired).map_err(ctx)?;
-        }
-        Some(_) => {}
-    }
-    Ok(())
+    let way = Recreate {
+        fail: ctx,
+        delete: DeleteParams::default(),
+    };
+    converge_one(&api, existing, desired, &way)
 }
 
 #[cfg(test)]

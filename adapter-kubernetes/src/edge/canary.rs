@@ -23,13 +23,14 @@ use std::time::Duration;
 use pando_adapter_sdk::error::ErrorExt;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Namespace, Pod};
 use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
-use pando_adapter_sdk::kube::{Api, DeleteParams, ExecParams, ListParams};
+use pando_adapter_sdk::kube::{Api, DeleteParams, ExecParams, KubeError, ListParams};
 use pando_adapter_sdk::types::Error;
 use pando_adapter_sdk::{ExecSession, time};
 use serde_json::json;
 
 use crate::app::{binding, quota};
 use crate::config::Config;
+use crate::kit::converge::{Way, converge_one, name_of, replace};
 use crate::kit::pods;
 use crate::kit::security;
 use crate::kit::{self, post};
@@ -201,25 +202,11 @@ fn ensure(config: &Config) -> Result<String, Error> {
         .list(&ListParams::default().labels(ROLE_LABEL))
         .map_err(ctx)?;
     for role in ["server", "allowed", "denied"] {
-        let want = pod(config, role)?;
         let have = existing
             .items
             .iter()
             .find(|p| p.metadata.name.as_deref() == Some(role));
-        let fine = have.is_some_and(|p| {
-            kit::stored_hash(&p.metadata) == kit::stored_hash(&want.metadata)
-                && !pods::has_exited(p)
-                && p.metadata.deletion_timestamp.is_none()
-        });
-        if fine {
-            continue;
-        }
-        if have.is_some() {
-            api.delete_opt(role, &DeleteParams::background().grace_period(0))
-                .map_err(ctx)?;
-            wait(&api, role, |p| p.is_none())?;
-        }
-        api.create(&post(), &want).map_err(ctx)?;
+        converge_one(&api, have.cloned(), pod(config, role)?, &CanaryPods(ctx))?;
     }
     for role in ["allowed", "denied"] {
         wait(&api, role, |p| p.is_some_and(running))?;
@@ -235,7 +222,7 @@ fn ensure(config: &Config) -> Result<String, Error> {
 /// when it is as it should be. The spec itself is compared, not a hash of
 /// it: an edit by hand keeps the hash annotation it came with.
 fn ensure_policy() -> Result<(), Error> {
-    let mut want: NetworkPolicy = kit::typed(json!({
+    let want: NetworkPolicy = kit::typed(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": { "name": POLICY },
         "spec": {
@@ -245,17 +232,53 @@ fn ensure_policy() -> Result<(), Error> {
         },
     }))?;
     let api = Api::<NetworkPolicy>::namespaced(NAMESPACE);
-    match api.get_opt(POLICY).map_err(Error::from)? {
-        None => {
-            api.create(&post(), &want).map_err(Error::from)?;
-        }
-        Some(have) if have.spec != want.spec => {
-            want.metadata.resource_version = have.metadata.resource_version;
-            api.replace(POLICY, &post(), &want).map_err(Error::from)?;
-        }
-        Some(_) => {}
+    let have = api.get_opt(POLICY).map_err(Error::from)?;
+    converge_one(&api, have, want, &BySpec)
+}
+
+/// The canary's policy is the same when its spec is: see [`ensure_policy`].
+struct BySpec;
+
+impl Way<NetworkPolicy> for BySpec {
+    fn fail(&self, e: KubeError) -> Error {
+        Error::from(e)
     }
-    Ok(())
+
+    fn same(&self, have: &NetworkPolicy, want: &NetworkPolicy) -> bool {
+        have.spec == want.spec
+    }
+
+    fn change(
+        &self,
+        api: &Api<NetworkPolicy>,
+        have: &NetworkPolicy,
+        want: NetworkPolicy,
+    ) -> Result<Option<NetworkPolicy>, Error> {
+        replace(api, have, want).map_err(Error::from)?;
+        Ok(None)
+    }
+}
+
+/// The canary's pods: kept while as asked and running; else deleted at
+/// once (they hold nothing), waited for, and made again.
+struct CanaryPods<F>(F);
+
+impl<F: Fn(KubeError) -> Error> Way<Pod> for CanaryPods<F> {
+    fn fail(&self, e: KubeError) -> Error {
+        (self.0)(e)
+    }
+
+    fn same(&self, have: &Pod, want: &Pod) -> bool {
+        pods::runs_as_asked(have, want)
+    }
+
+    fn change(&self, api: &Api<Pod>, have: &Pod, want: Pod) -> Result<Option<Pod>, Error> {
+        let name = name_of(have);
+        api.delete_opt(name, &DeleteParams::background().grace_period(0))
+            .map_err(&self.0)?;
+        wait(api, name, |p| p.is_none())?;
+        Ok(Some(want))
+    }
 }
 
 fn running(pod: &Pod) -> bool {

@@ -21,15 +21,12 @@ use pando_adapter_sdk::kube::k8s_openapi::api::apps::v1::Deployment;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use pando_adapter_sdk::kube::k8s_openapi::api::networking::v1::NetworkPolicy;
 use pando_adapter_sdk::kube::k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use pando_adapter_sdk::kube::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use pando_adapter_sdk::kube::k8s_openapi::{Metadata, NamespaceResourceScope, Resource};
 use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams};
 use pando_adapter_sdk::types::{EdgePlan, EdgeState, Error};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use crate::app::{binding, quota};
 use crate::config::Config;
+use crate::kit::converge::{Object, Replace, converge_one, name_of};
 use crate::kit::{self, post};
 use objects::{self as eo, EDGE_LABEL};
 
@@ -105,28 +102,11 @@ fn ensure_namespace(config: &Config, ns: &str) -> Result<(), Error> {
 /// differs. A replaced Service keeps its cluster IP, node ports and
 /// load-balancer address: the API server carries allocated values over
 /// when the new spec leaves them out.
-fn ensure<K>(api: &Api<K>, mut desired: K) -> Result<(), Error>
-where
-    K: Resource<Scope = NamespaceResourceScope>
-        + Metadata<Ty = ObjectMeta>
-        + Serialize
-        + DeserializeOwned,
-{
-    let name = desired.metadata().name.clone().unwrap_or_default();
+fn ensure<K: Object>(api: &Api<K>, desired: K) -> Result<(), Error> {
+    let name = name_of(&desired).to_owned();
     let ctx = |e| Error::from(e).context(&format!("{} `{name}` of the edge", K::KIND));
-    match api.get_opt(&name).map_err(ctx)? {
-        None => {
-            api.create(&post(), &desired).map_err(ctx)?;
-        }
-        Some(existing)
-            if kit::stored_hash(existing.metadata()) != kit::stored_hash(desired.metadata()) =>
-        {
-            desired.metadata_mut().resource_version = existing.metadata().resource_version.clone();
-            api.replace(&name, &post(), &desired).map_err(ctx)?;
-        }
-        Some(_) => {}
-    }
-    Ok(())
+    let existing = api.get_opt(&name).map_err(ctx)?;
+    converge_one(api, existing, desired, &Replace(ctx))
 }
 
 /// Edge `name` as the cluster has it now; `not-found` when it has no

@@ -16,6 +16,7 @@ use pando_adapter_sdk::types::Error;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+pub mod converge;
 pub mod names;
 pub mod pods;
 pub mod security;

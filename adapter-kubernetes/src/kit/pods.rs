@@ -8,6 +8,8 @@ use pando_adapter_sdk::kube::Api;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::Pod;
 use pando_adapter_sdk::types::Error;
 
+use super::stored_hash;
+
 /// Beyond a pod's grace period, how long a pod being deleted is waited for:
 /// the kubelet kills what ignored SIGTERM at the end of the grace, and the
 /// API server then removes the object.
@@ -39,6 +41,15 @@ pub fn has_exited(pod: &Pod) -> bool {
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")
     )
+}
+
+/// Whether `have` is the pod `want` asks for and may go on: written with
+/// the same hash, not exited (nothing but a converge starts it again,
+/// R-151), not being deleted.
+pub fn runs_as_asked(have: &Pod, want: &Pod) -> bool {
+    stored_hash(&have.metadata) == stored_hash(&want.metadata)
+        && !has_exited(have)
+        && have.metadata.deletion_timestamp.is_none()
 }
 
 /// Waits until the pod `name` is gone, so its successor can take the name,
