@@ -202,7 +202,8 @@ pub struct ConformanceArgs {
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
     /// How long to wait for the runtime to settle (a workload to run or
-    /// exit, a deletion), in seconds (default 90).
+    /// exit, a deletion), in seconds (default 30; the summary line says
+    /// how long this runtime took at most).
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub settle: Option<Duration>,
 }

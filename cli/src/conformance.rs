@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use pando_host::LoadOptions;
 use pando_conformance::{self as conformance, CaseResult, Options, Target};
+use pando_host::LoadOptions;
 
 use super::args::{ConformanceArgs, Format, Global};
 use super::failure::{EXIT_CALL, Failure, Outcome};

@@ -2,14 +2,10 @@
 //! nothing, a satisfied plan writes nothing (O-41) but what the adapter
 //! declares it rewrites; with the app running, capacity, exec and run.
 
-use std::time::Instant;
-
 use pando_host::types::{BundlePlan, ObservedBundle, WorkloadPhase};
 
 use super::cases::{CAPACITY, CONVERGE, EXEC, OBSERVE, REAPPLY, REWRITES, RUN};
-use super::fixture::{
-    Check, Fixture, after_setup, bref, describe, ensure, failed, unmeasured_note,
-};
+use super::fixture::{Check, Fixture, Notes, bref, describe, ensure, failed, unmeasured_note};
 use super::plans::{self, SERVER};
 use super::{capacity, sessions};
 
@@ -22,49 +18,49 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
     let app = fx.bundle_id("apply");
     let plan = plans::plan(&app, vec![plans::server(&fx.options.image)]);
 
-    let started = Instant::now();
-    let setup = fx.bounded(converge(fx, &plan)).await;
+    let setup = fx.setup(converge(fx, &plan)).await;
+    // The set-up is this case: its time is the set-up's.
     fx.record(
         &CONVERGE,
-        setup.as_ref().map(|_| ()).map_err(Clone::clone),
-        started.elapsed(),
-        vec![],
+        setup.result().as_ref().map(|_| ()).map_err(Clone::clone),
+        setup.took(),
+        Notes::default(),
     );
 
     fx.case(&OBSERVE, async |fx, notes| {
-        after_setup(&setup)?;
+        setup.get(notes)?;
         observe(fx, &app, notes).await
     })
     .await;
     fx.case(&REAPPLY, async |fx, notes| {
-        let before = after_setup(&setup)?;
+        let before = setup.get(notes)?;
         reapply(fx, &plan, before, notes).await
     })
     .await;
     fx.case(&CAPACITY, async |fx, notes| {
-        after_setup(&setup)?;
+        setup.get(notes)?;
         capacity::check(fx, &app, notes).await
     })
     .await;
-    fx.case(&EXEC, async |fx, _| {
+    fx.case(&EXEC, async |fx, notes| {
         let caps = caps.clone()?;
         if caps.exec {
-            after_setup(&setup)?;
+            setup.get(notes)?;
         }
-        sessions::exec(fx, &app, caps.exec).await
+        sessions::exec(fx, &app, caps.exec, notes).await
     })
     .await;
-    fx.case(&RUN, async |fx, _| {
+    fx.case(&RUN, async |fx, notes| {
         let caps = caps.clone()?;
         if caps.run {
-            after_setup(&setup)?;
+            setup.get(notes)?;
         }
-        sessions::run(fx, &app, caps.run).await
+        sessions::run(fx, &app, caps.run, notes).await
     })
     .await;
     // Last: it changes the plan.
     fx.case(&REWRITES, async |fx, notes| {
-        after_setup(&setup)?;
+        setup.get(notes)?;
         rewrites(fx, &plan, notes).await
     })
     .await;
@@ -106,7 +102,7 @@ pub(crate) async fn converge(fx: &Fixture<'_>, plan: &BundlePlan) -> Check<Obser
 }
 
 /// Observe twice: the same report, and no writes.
-async fn observe(fx: &Fixture<'_>, app: &str, notes: &mut Vec<String>) -> Check {
+async fn observe(fx: &Fixture<'_>, app: &str, notes: &mut Notes) -> Check {
     let (first, sent) = fx.measured(fx.adapter.observe(&fx.ctx(), &bref(app))).await;
     let first = first.map_err(|e| failed("observe", &e))?;
     let (second, sent_again) = fx.measured(fx.adapter.observe(&fx.ctx(), &bref(app))).await;
@@ -142,7 +138,7 @@ async fn reapply(
     fx: &Fixture<'_>,
     plan: &BundlePlan,
     before: &ObservedBundle,
-    notes: &mut Vec<String>,
+    notes: &mut Notes,
 ) -> Check {
     let (r, sent) = fx.measured(fx.adapter.apply(&fx.ctx(), plan)).await;
     r.map_err(|e| failed("apply of the same plan again", &e))?;
@@ -179,7 +175,7 @@ async fn reapply(
 
 /// With pull credentials: converge, apply again, and see only the
 /// declared rewrites written.
-async fn rewrites(fx: &Fixture<'_>, plan: &BundlePlan, notes: &mut Vec<String>) -> Check {
+async fn rewrites(fx: &Fixture<'_>, plan: &BundlePlan, notes: &mut Notes) -> Check {
     let mut plan = plan.clone();
     plan.revision = "2".into();
     plan.pull_credentials = plans::credentials();

@@ -11,7 +11,8 @@ use pando_host::types::{
 };
 
 use super::cases::{EDGE, EGRESS, IMAGE_IMPORT, TRIAL};
-use super::fixture::{Check, Fixture, answered, ensure, failed, unmeasured_note};
+use super::declared::Capability;
+use super::fixture::{Check, Fixture, Notes, answered, ensure, unmeasured_note};
 use super::plans;
 
 pub(crate) async fn run(fx: &mut Fixture<'_>) {
@@ -19,15 +20,17 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
         return;
     }
     let caps = fx.capabilities().await;
-    fx.case(&IMAGE_IMPORT, async |fx, _| {
-        image_import(fx, &caps.clone()?).await
+    fx.case(&IMAGE_IMPORT, async |fx, notes| {
+        image_import(fx, &caps.clone()?, notes).await
     })
     .await;
-    fx.case(&EDGE, async |fx, _| edge(fx, &caps.clone()?).await)
-        .await;
+    fx.case(&EDGE, async |fx, notes| {
+        edge(fx, &caps.clone()?, notes).await
+    })
+    .await;
     let trial_app = fx.bundle_id("trial");
-    fx.case(&TRIAL, async |fx, _| {
-        trial(fx, &caps.clone()?, &trial_app).await
+    fx.case(&TRIAL, async |fx, notes| {
+        trial(fx, &caps.clone()?, &trial_app, notes).await
     })
     .await;
     let egress_app = fx.bundle_id("egress");
@@ -42,22 +45,26 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
 
 /// Declared: an empty stream is not an image, which is `invalid`, not
 /// `unsupported`. Not declared: `unsupported`, whatever the stream.
-async fn image_import(fx: &Fixture<'_>, caps: &RuntimeCapabilities) -> Check {
-    let r = fx.adapter.import_image(&fx.ctx(), tokio::io::empty()).await;
+async fn image_import(fx: &Fixture<'_>, caps: &RuntimeCapabilities, notes: &mut Notes) -> Check {
+    let ctx = fx.ctx();
+    let call = fx.adapter.import_image(&ctx, tokio::io::empty());
     if caps.image_import {
-        answered(
-            "import-image of an empty stream (image import is declared)",
-            r,
-            false,
-            &["invalid"],
-        )?;
+        let what = "import-image of an empty stream";
+        let r = fx
+            .declared_answer(Capability::ImageImport, what, call)
+            .await?;
+        answered(what, r, false, &["invalid"])?;
     } else {
         answered(
             "import-image (image import is not declared)",
-            r,
+            call.await,
             false,
             &["unsupported"],
         )?;
+        notes.not_declared(
+            Capability::ImageImport,
+            "import-image answered `unsupported` as required",
+        );
     }
     Ok(())
 }
@@ -65,25 +72,28 @@ async fn image_import(fx: &Fixture<'_>, caps: &RuntimeCapabilities) -> Check {
 /// Declared: the edges are listed and an unknown one is `not-found`. Not
 /// declared: every edge call is `unsupported`. No edge is applied: the
 /// edge is shared by the whole runtime.
-async fn edge(fx: &Fixture<'_>, caps: &RuntimeCapabilities) -> Check {
+async fn edge(fx: &Fixture<'_>, caps: &RuntimeCapabilities, notes: &mut Notes) -> Check {
     let ctx = fx.ctx();
     let name = fx.bundle_id("edge");
     if caps.edge {
         let edges = fx
-            .adapter
-            .edges(&ctx)
-            .await
-            .map_err(|e| failed("edges (the edge is declared)", &e))?;
+            .declared(Capability::Edge, "edges", fx.adapter.edges(&ctx))
+            .await?;
         ensure!(
             !edges.contains(&name),
             "edges lists `{name}`, which was never applied"
         );
-        fx.adapter
-            .edge_volumes(&ctx)
-            .await
-            .map_err(|e| failed("edge-volumes (the edge is declared)", &e))?;
-        let r = fx.adapter.observe_edge(&ctx, &name).await;
-        answered("observe-edge of an unknown edge", r, false, &["not-found"])?;
+        fx.declared(
+            Capability::Edge,
+            "edge-volumes",
+            fx.adapter.edge_volumes(&ctx),
+        )
+        .await?;
+        let what = "observe-edge of an unknown edge";
+        let r = fx
+            .declared_answer(Capability::Edge, what, fx.adapter.observe_edge(&ctx, &name))
+            .await?;
+        answered(what, r, false, &["not-found"])?;
         return Ok(());
     }
     let unsupported = ["unsupported"];
@@ -115,13 +125,22 @@ async fn edge(fx: &Fixture<'_>, caps: &RuntimeCapabilities) -> Check {
     answered(&what("edges"), r, false, &unsupported)?;
     let r = fx.adapter.edge_volumes(&ctx).await;
     answered(&what("edge-volumes"), r, false, &unsupported)?;
+    notes.not_declared(
+        Capability::Edge,
+        "all five edge calls answered `unsupported` as required",
+    );
     Ok(())
 }
 
 /// Declared: a short trial of the server workload reports, and reports
 /// writes exactly when write observation is declared. Not declared:
 /// `unsupported`.
-async fn trial(fx: &Fixture<'_>, caps: &RuntimeCapabilities, app: &str) -> Check {
+async fn trial(
+    fx: &Fixture<'_>,
+    caps: &RuntimeCapabilities,
+    app: &str,
+    notes: &mut Notes,
+) -> Check {
     let request = TrialRequest {
         bundle: app.into(),
         workload: plans::server(&fx.options.image),
@@ -135,12 +154,20 @@ async fn trial(fx: &Fixture<'_>, caps: &RuntimeCapabilities, app: &str) -> Check
     let ctx = fx
         .ctx()
         .with_timeout(Duration::from_millis(request.duration_ms) + fx.options.settle_timeout);
-    let r = fx.adapter.trial(&ctx, &request).await;
+    let call = fx.adapter.trial(&ctx, &request);
     if !caps.trial {
-        answered("trial (trial is not declared)", r, false, &["unsupported"])?;
+        answered(
+            "trial (trial is not declared)",
+            call.await,
+            false,
+            &["unsupported"],
+        )?;
+        notes.not_declared(Capability::Trial, "answered `unsupported` as required");
         return Ok(());
     }
-    let result = r.map_err(|e| failed("trial (trial is declared)", &e))?;
+    let result = fx
+        .declared(Capability::Trial, "a 3-second trial of `server`", call)
+        .await?;
     ensure!(
         result.writes.is_some() == caps.write_observation,
         "trial reported writes {:?} while write observation is {}declared",
@@ -157,21 +184,19 @@ async fn egress(
     fx: &Fixture<'_>,
     caps: &RuntimeCapabilities,
     app: &str,
-    notes: &mut Vec<String>,
+    notes: &mut Notes,
 ) -> Check {
     let mut plan = plans::plan(app, vec![plans::server(&fx.options.image)]);
     plan.network.egress = EgressPolicy::Restricted(vec![EgressRule {
         destination: "api.conformance.invalid".into(),
         ports: vec![443],
     }]);
+    let before = fx.refusals();
     let (r, sent) = fx.measured(fx.adapter.apply(&fx.ctx(), &plan)).await;
     if caps.egress_restriction {
-        r.map_err(|e| {
-            failed(
-                "apply of a plan with restricted egress (egress restriction is declared)",
-                &e,
-            )
-        })?;
+        let what = "apply of a plan with egress restricted to a DNS name";
+        fx.held_to(Capability::EgressRestriction, what, before, &r)?;
+        r.map_err(|e| super::fixture::failed(what, &e))?;
         return Ok(());
     }
     answered(
@@ -188,5 +213,9 @@ async fn egress(
         ),
         None => notes.push(unmeasured_note()),
     }
+    notes.not_declared(
+        Capability::EgressRestriction,
+        "the restricted plan answered `unsupported` as required and wrote nothing",
+    );
     Ok(())
 }

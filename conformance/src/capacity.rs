@@ -3,10 +3,10 @@
 //! nothing. Only relations that hold whatever else the runtime runs are
 //! checked: other apps may come and go meanwhile.
 
-use super::fixture::{Check, Fixture, bref, ensure, failed, unmeasured_note};
+use super::fixture::{Check, Fixture, Notes, bref, ensure, failed, unmeasured_note};
 use super::plans::{SERVER, server_requests};
 
-pub(crate) async fn check(fx: &Fixture<'_>, app: &str, notes: &mut Vec<String>) -> Check {
+pub(crate) async fn check(fx: &Fixture<'_>, app: &str, notes: &mut Notes) -> Check {
     let ctx = fx.ctx();
     let (answers, sent) = fx
         .measured(async {

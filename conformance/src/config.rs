@@ -34,8 +34,7 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
                     Some(field),
                 )),
                 None => notes.push(
-                    "no string, number or boolean field in the schema: the wrong-type check was not made"
-                        .into(),
+                    "no string, number or boolean field in the schema: the wrong-type check was not made",
                 ),
             }
         }

@@ -8,7 +8,12 @@ use pando_host::types::{
     VolumeMount, VolumeRequest,
 };
 
+use std::future::Future;
+
+use pando_host::CallError;
+
 use super::cases::{INVALID, OBSERVE_MISSING, REFUSED, UNKNOWN};
+use super::declared::Capability;
 use super::fixture::{Check, Fixture, answered, bref, ensure, failed, unmeasured_note};
 use super::plans::{self, FINISHER, SERVER, VOLUME, wref};
 
@@ -121,13 +126,31 @@ fn bad_plans(fx: &Fixture<'_>, id: &str) -> Vec<(&'static str, BundlePlan)> {
     ]
 }
 
+/// A call naming something unknown, gated by `cap`: declared, one of
+/// `kinds` (`unsupported` or `denied` fails, naming the declaration); not
+/// declared, `unsupported`.
+async fn gated<T>(
+    fx: &Fixture<'_>,
+    caps: &RuntimeCapabilities,
+    cap: Capability,
+    what: &str,
+    call: impl Future<Output = Result<T, CallError>>,
+    kinds: &[&str],
+) -> Check {
+    if !cap.declared_in(caps) {
+        let what = format!("{what} ({} is not declared)", cap.name());
+        answered(&what, call.await, false, &["unsupported"])?;
+        return Ok(());
+    }
+    let r = fx.declared_answer(cap, what, call).await?;
+    answered(what, r, false, kinds)?;
+    Ok(())
+}
+
 /// Calls naming an app, workloads, a volume and an edge that do not exist.
 async fn unknown(fx: &Fixture<'_>, none: &str, caps: &RuntimeCapabilities) -> Check {
     let ctx = fx.ctx();
     let app = bref(none);
-    let gated = |declared: bool, kinds: &'static [&'static str]| -> &'static [&'static str] {
-        if declared { kinds } else { &["unsupported"] }
-    };
 
     let r = fx.adapter.stop(&ctx, &app).await;
     answered("stop of an unknown app", r, true, &["not-found"])?;
@@ -146,40 +169,42 @@ async fn unknown(fx: &Fixture<'_>, none: &str, caps: &RuntimeCapabilities) -> Ch
         timestamps: false,
         limit_bytes: None,
     };
-    let r = fx.adapter.logs(&ctx, &ghost, &options).await;
-    answered(
-        "logs of an unknown workload",
-        r,
-        false,
-        gated(caps.logs, &["not-found"]),
-    )?;
+    let call = fx.adapter.logs(&ctx, &ghost, &options);
+    let what = "logs of an unknown workload";
+    gated(fx, caps, Capability::Logs, what, call, &["not-found"]).await?;
     let exec = ExecRequest {
         command: vec!["true".into()],
         stdin: false,
         tty: false,
         size: None,
     };
-    let r = fx.adapter.exec(&ctx, &ghost, &exec).await;
-    answered(
-        "exec in an unknown workload",
-        r,
-        false,
-        gated(caps.exec, &["not-found", "unavailable"]),
-    )?;
+    let call = fx.adapter.exec(&ctx, &ghost, &exec);
+    let what = "exec in an unknown workload";
+    gated(
+        fx,
+        caps,
+        Capability::Exec,
+        what,
+        call,
+        &["not-found", "unavailable"],
+    )
+    .await?;
     let run = RunRequest {
         command: vec!["true".into()],
         env: vec![],
     };
-    let r = fx
-        .adapter
-        .run(&ctx, &wref(none, FINISHER), &run, tokio::io::sink())
-        .await;
-    answered(
-        "run in an unknown workload",
-        r,
-        false,
-        gated(caps.run, &["not-found", "unavailable"]),
-    )?;
+    let finisher = wref(none, FINISHER);
+    let call = fx.adapter.run(&ctx, &finisher, &run, tokio::io::sink());
+    let what = "run in an unknown workload";
+    gated(
+        fx,
+        caps,
+        Capability::Run,
+        what,
+        call,
+        &["not-found", "unavailable"],
+    )
+    .await?;
 
     let volume = VolumeHandle {
         bundle: none.into(),
@@ -193,34 +218,17 @@ async fn unknown(fx: &Fixture<'_>, none: &str, caps: &RuntimeCapabilities) -> Ch
         true,
         &["not-found"],
     )?;
-    let r = fx
-        .adapter
-        .snapshot_volume(&ctx, &volume, tokio::io::sink())
-        .await;
-    answered(
-        "snapshot-volume of an unknown volume",
-        r,
-        false,
-        gated(caps.volume_snapshot, &["not-found"]),
-    )?;
-    let r = fx
-        .adapter
-        .restore_volume(&ctx, &volume, tokio::io::empty())
-        .await;
-    answered(
-        "restore-volume of an unknown volume",
-        r,
-        false,
-        gated(caps.volume_snapshot, &["not-found"]),
-    )?;
+    let snapshots = Capability::VolumeSnapshot;
+    let call = fx.adapter.snapshot_volume(&ctx, &volume, tokio::io::sink());
+    let what = "snapshot-volume of an unknown volume";
+    gated(fx, caps, snapshots, what, call, &["not-found"]).await?;
+    let call = fx.adapter.restore_volume(&ctx, &volume, tokio::io::empty());
+    let what = "restore-volume of an unknown volume";
+    gated(fx, caps, snapshots, what, call, &["not-found"]).await?;
     // Only reads: removing an unknown edge could remove what the runtime
     // shares between edges.
-    let r = fx.adapter.observe_edge(&ctx, none).await;
-    answered(
-        "observe-edge of an unknown edge",
-        r,
-        false,
-        gated(caps.edge, &["not-found"]),
-    )?;
+    let call = fx.adapter.observe_edge(&ctx, none);
+    let what = "observe-edge of an unknown edge";
+    gated(fx, caps, Capability::Edge, what, call, &["not-found"]).await?;
     Ok(())
 }

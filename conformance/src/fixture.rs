@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use pando_host::capability::kubernetes::RequestCounts;
@@ -11,6 +12,7 @@ use pando_host::types::{BundleRef, DestroyOptions, ObservedBundle, RuntimeCapabi
 use pando_host::{Adapter, CallContext, CallError};
 
 use super::cases::{self, Case};
+use super::declared::Capability;
 use super::report::{CaseResult, Outcome};
 use super::{Options, Target};
 
@@ -85,13 +87,59 @@ pub(crate) fn answered<T>(
     }
 }
 
-/// The state a group's cases share: the result of its set-up, told apart
-/// from the cases' own results.
-pub(crate) fn after_setup<T>(setup: &Check<T>) -> Check<&T> {
-    match setup {
-        Ok(v) => Ok(v),
-        Err(Stop::Fail(why)) => Err(fail(format!("its set-up failed: {why}"))),
-        Err(Stop::Skip(why)) => Err(skip(why.clone())),
+/// What a case says beside its outcome: its notes, what a pass claims when
+/// it checked less than the case's name says, and the group set-up it
+/// waited for.
+#[derive(Debug, Default)]
+pub(crate) struct Notes {
+    lines: Vec<String>,
+    claim: Option<String>,
+    waited: Option<Duration>,
+}
+
+impl Notes {
+    /// A note for the reader of the result.
+    pub(crate) fn push(&mut self, note: impl Into<String>) {
+        self.lines.push(note.into());
+    }
+
+    /// The case checked only that `cap`, not declared, is refused:
+    /// `answered` says how (`answered \`unsupported\` as required`). A pass
+    /// then says so in place of the case's name, which claims the feature
+    /// works.
+    pub(crate) fn not_declared(&mut self, cap: Capability, answered: &str) {
+        self.claim = Some(format!("{}: not declared; {answered}", cap.name()));
+    }
+}
+
+/// A group's set-up: its result, which the group's cases share, and how
+/// long it took, which each case that waited for it counts in its time.
+pub(crate) struct Setup<T> {
+    result: Check<T>,
+    took: Duration,
+}
+
+impl<T> Setup<T> {
+    /// The set-up's value for a case that needs it, told apart from the
+    /// case's own result: "its set-up failed", or the set-up's skip. The
+    /// case's time then includes the set-up's.
+    pub(crate) fn get(&self, notes: &mut Notes) -> Check<&T> {
+        notes.waited = Some(self.took);
+        match &self.result {
+            Ok(v) => Ok(v),
+            Err(Stop::Fail(why)) => Err(fail(format!("its set-up failed: {why}"))),
+            Err(Stop::Skip(why)) => Err(skip(why.clone())),
+        }
+    }
+
+    /// The set-up's own result.
+    pub(crate) fn result(&self) -> &Check<T> {
+        &self.result
+    }
+
+    /// How long it took.
+    pub(crate) fn took(&self) -> Duration {
+        self.took
     }
 }
 
@@ -103,6 +151,8 @@ pub(crate) struct Fixture<'a> {
     capabilities: Option<Result<RuntimeCapabilities, String>>,
     run: String,
     results: Vec<CaseResult>,
+    /// The longest wait for the runtime that ended in time, in ms.
+    settled_ms: AtomicU64,
 }
 
 impl<'a> Fixture<'a> {
@@ -114,12 +164,21 @@ impl<'a> Fixture<'a> {
             capabilities: None,
             run: run_id(),
             results: Vec::new(),
+            settled_ms: AtomicU64::new(0),
         }
     }
 
-    /// The results so far, in order.
-    pub(crate) fn into_results(self) -> Vec<CaseResult> {
-        self.results
+    /// The results, in order, and the longest wait for the runtime to
+    /// settle that ended in time.
+    pub(crate) fn into_results(self) -> (Vec<CaseResult>, Duration) {
+        let settled = Duration::from_millis(self.settled_ms.into_inner());
+        (self.results, settled)
+    }
+
+    /// Records a wait for the runtime that ended in time, `took` long.
+    pub(crate) fn settled(&self, took: Duration) {
+        let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        self.settled_ms.fetch_max(ms, Ordering::Relaxed);
     }
 
     /// Whether `case` is to run.
@@ -172,13 +231,13 @@ impl<'a> Fixture<'a> {
     pub(crate) async fn case(
         &mut self,
         case: &Case,
-        body: impl AsyncFnOnce(&Fixture<'a>, &mut Vec<String>) -> Check,
+        body: impl AsyncFnOnce(&Fixture<'a>, &mut Notes) -> Check,
     ) {
         if !self.wants(case) {
             return;
         }
         let started = Instant::now();
-        let mut notes = Vec::new();
+        let mut notes = Notes::default();
         let limit = self.options.case_timeout;
         let result = match tokio::time::timeout(limit, body(self, &mut notes)).await {
             Ok(r) => r,
@@ -190,26 +249,27 @@ impl<'a> Fixture<'a> {
         self.record(case, result, started.elapsed(), notes);
     }
 
-    /// Runs a group's set-up, bounded by the case timeout.
-    pub(crate) async fn bounded<T>(&self, f: impl Future<Output = Check<T>>) -> Check<T> {
+    /// Runs a group's set-up, bounded by the case timeout, and times it.
+    pub(crate) async fn setup<T>(&self, f: impl Future<Output = Check<T>>) -> Setup<T> {
+        let started = Instant::now();
         let limit = self.options.case_timeout;
-        match tokio::time::timeout(limit, f).await {
+        let result = match tokio::time::timeout(limit, f).await {
             Ok(r) => r,
             Err(_) => Err(fail(format!(
                 "the set-up did not finish within the case limit of {} s",
                 limit.as_secs()
             ))),
+        };
+        Setup {
+            result,
+            took: started.elapsed(),
         }
     }
 
     /// Records a case whose check was made elsewhere (a group's set-up).
-    pub(crate) fn record(
-        &mut self,
-        case: &Case,
-        result: Check,
-        took: Duration,
-        notes: Vec<String>,
-    ) {
+    /// `took` is the case's own time; a set-up it waited for
+    /// ([`Setup::get`]) is added, and said in a note.
+    pub(crate) fn record(&mut self, case: &Case, result: Check, took: Duration, notes: Notes) {
         if !self.wants(case) {
             return;
         }
@@ -220,7 +280,22 @@ impl<'a> Fixture<'a> {
         };
         tracing::info!(target: "pando_conformance", case = case.id, outcome = outcome.label(),
             reason = outcome.reason().unwrap_or(""), "conformance case");
-        let result = CaseResult::new(case, outcome, took, notes);
+        let Notes {
+            mut lines,
+            claim,
+            waited,
+        } = notes;
+        let mut took = took;
+        if let Some(setup) = waited.filter(|w| *w >= Duration::from_millis(100)) {
+            took += setup;
+            lines.push(format!(
+                "its time includes its group's set-up ({:.1}s), which the group's cases share",
+                setup.as_secs_f64()
+            ));
+        }
+        // A claim narrows a pass only: a failure or a skip says its reason.
+        let claim = claim.filter(|_| outcome == Outcome::Pass);
+        let result = CaseResult::new(case, outcome, took, lines, claim);
         if let Some(progress) = &self.options.progress {
             progress(&result);
         }
@@ -275,7 +350,8 @@ impl<'a> Fixture<'a> {
         what: &str,
         done: impl Fn(&ObservedBundle) -> bool,
     ) -> Check<ObservedBundle> {
-        let deadline = Instant::now() + self.options.settle_timeout;
+        let started = Instant::now();
+        let deadline = started + self.options.settle_timeout;
         loop {
             let seen = self
                 .adapter
@@ -283,6 +359,7 @@ impl<'a> Fixture<'a> {
                 .await
                 .map_err(|e| failed(&format!("observe of `{bundle}`"), &e))?;
             if done(&seen) {
+                self.settled(started.elapsed());
                 return Ok(seen);
             }
             if Instant::now() >= deadline {

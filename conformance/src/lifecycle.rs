@@ -1,28 +1,32 @@
 //! A workload that finishes (R-150): its log stays readable, and stop
 //! keeps it while it stops the one still running.
 
-use std::time::Instant;
-
 use pando_host::types::{LogOptions, ObservedBundle, WorkloadPhase};
 
 use super::cases::{LOGS, STOP};
-use super::fixture::{
-    Check, Fixture, after_setup, answered, bref, describe, ensure, fail, failed, skip,
-};
+use super::declared::Capability;
+use super::fixture::{Check, Fixture, Stop, answered, bref, describe, ensure, fail, failed, skip};
 use super::plans::{self, FINISH_CODE, FINISH_LINE, FINISHER, SERVER, wref};
 
 /// The most of a log that is read.
 const MAX_LOG: usize = 16 << 20;
+
+/// What the group's set-up found: both workloads started; with logs
+/// declared, whether the running `server`'s log could be read (its size);
+/// and whether `finisher` exited as its command does.
+struct Life {
+    server_log: Option<Check<usize>>,
+    finished: Check<ObservedBundle>,
+}
 
 pub(crate) async fn run(fx: &mut Fixture<'_>) {
     if !fx.wants_any(&[LOGS, STOP]) {
         return;
     }
     let caps = fx.capabilities().await;
+    let logs = caps.as_ref().is_ok_and(|c| c.logs);
     let app = fx.bundle_id("life");
-    let started = Instant::now();
-    let setup = fx.bounded(finished(fx, &app)).await;
-    let setup_took = started.elapsed();
+    let setup = fx.setup(life(fx, &app, logs)).await;
 
     fx.case(&LOGS, async |fx, notes| {
         let caps = caps.clone()?;
@@ -32,9 +36,24 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
                 .logs(&fx.ctx(), &wref(&app, FINISHER), &all())
                 .await;
             answered("logs (logs are not declared)", r, false, &["unsupported"])?;
+            notes.not_declared(Capability::Logs, "answered `unsupported` as required");
             return Ok(());
         }
-        after_setup(&setup)?;
+        let life = setup.get(notes)?;
+        // The declaration is held to even where no workload finishes.
+        let server_bytes = match &life.server_log {
+            Some(read) => read.clone()?,
+            None => 0,
+        };
+        if let Err(why) = &life.finished {
+            return Err(half_checked(
+                why,
+                &format!(
+                    "the running `{SERVER}`'s log was read ({server_bytes} bytes), but not a \
+                     finished workload's"
+                ),
+            ));
+        }
         let log = read_log(fx, &app).await?;
         ensure!(
             !log.is_empty(),
@@ -46,22 +65,20 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
                  expected only of a runtime that simulates workloads"
             ));
         }
-        notes.push(format!(
-            "set-up (a workload finishing) took {:.1}s",
-            setup_took.as_secs_f64()
-        ));
         Ok(())
     })
     .await;
 
-    fx.case(&STOP, async |fx, _| {
+    fx.case(&STOP, async |fx, notes| {
         let caps = caps.clone()?;
-        after_setup(&setup)?;
-        let before = if caps.logs {
-            Some(read_log(fx, &app).await?)
-        } else {
-            None
+        let life = setup.get(notes)?;
+        let before = match (&life.finished, caps.logs) {
+            (Ok(_), true) => Some(read_log(fx, &app).await?),
+            _ => None,
         };
+        if !caps.logs {
+            notes.push("logs are not declared: the finished workload's log was not compared");
+        }
         fx.adapter
             .stop(&fx.ctx(), &bref(&app))
             .await
@@ -74,6 +91,12 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
                 })
             })
             .await?;
+        if let Err(why) = &life.finished {
+            return Err(half_checked(
+                why,
+                &format!("stop stopped `{SERVER}`, but kept no finished workload to check"),
+            ));
+        }
         ensure!(
             seen.exists && finished_as_planned(&seen),
             "after stop, the finished workload `{FINISHER}` is no longer reported as it was \
@@ -95,6 +118,16 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
     fx.cleanup(&app).await;
 }
 
+/// A case that checked what it could, stopped by `why` (the finisher not
+/// exiting): a skip saying what was checked and why not the rest; a
+/// failure stays a failure.
+fn half_checked(why: &Stop, checked: &str) -> Stop {
+    match why {
+        Stop::Skip(why) => skip(format!("{checked}: {why}")),
+        Stop::Fail(why) => fail(format!("its set-up failed: {why}")),
+    }
+}
+
 /// Options reading a whole log, not following it.
 fn all() -> LogOptions {
     LogOptions {
@@ -108,16 +141,25 @@ fn all() -> LogOptions {
 
 /// The finisher's whole log.
 async fn read_log(fx: &Fixture<'_>, app: &str) -> Check<Vec<u8>> {
-    let mut stream = fx
-        .adapter
-        .logs(&fx.ctx(), &wref(app, FINISHER), &all())
-        .await
-        .map_err(|e| failed(&format!("logs of the finished workload `{FINISHER}`"), &e))?;
+    read_whole_log(fx, app, FINISHER, "the finished workload").await
+}
+
+/// A workload's whole log, not followed; logs are declared.
+async fn read_whole_log(
+    fx: &Fixture<'_>,
+    app: &str,
+    workload: &str,
+    which: &str,
+) -> Check<Vec<u8>> {
+    let what = format!("logs of {which} `{workload}`");
+    let (ctx, workload_ref, options) = (fx.ctx(), wref(app, workload), all());
+    let call = fx.adapter.logs(&ctx, &workload_ref, &options);
+    let mut stream = fx.declared(Capability::Logs, &what, call).await?;
     match tokio::time::timeout(fx.options.settle_timeout, stream.read_to_end(MAX_LOG)).await {
         Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(e)) => Err(fail(format!("reading the log of `{FINISHER}` failed: {e}"))),
+        Ok(Err(e)) => Err(fail(format!("reading the log of `{workload}` failed: {e}"))),
         Err(_) => Err(fail(format!(
-            "the log of the finished `{FINISHER}` did not end within {} s (it was not followed)",
+            "the log of `{workload}` did not end within {} s (it was not followed)",
             fx.options.settle_timeout.as_secs()
         ))),
     }
@@ -130,11 +172,28 @@ fn finished_as_planned(seen: &ObservedBundle) -> bool {
     })
 }
 
-/// Applies the server and the finisher, and waits until the finisher has
-/// exited (the environment, if any, is told to make it exit once it
-/// runs). A finisher that never exits is a skip: the runtime may not run
-/// commands at all (a simulator without an environment).
-async fn finished(fx: &Fixture<'_>, app: &str) -> Check<ObservedBundle> {
+/// Applies the server and the finisher and waits until both started;
+/// with logs declared, reads the running server's log; then waits until
+/// the finisher has exited ([`finished`]). Only the first part failing
+/// fails the set-up.
+async fn life(fx: &Fixture<'_>, app: &str, logs: bool) -> Check<Life> {
+    let seen = started(fx, app).await?;
+    let server_log = if logs {
+        let read = read_whole_log(fx, app, SERVER, "the running workload").await;
+        Some(read.map(|log| log.len()))
+    } else {
+        None
+    };
+    let finished = finished(fx, app, seen).await;
+    Ok(Life {
+        server_log,
+        finished,
+    })
+}
+
+/// Applies the server and the finisher, and waits until the server runs
+/// and the finisher started.
+async fn started(fx: &Fixture<'_>, app: &str) -> Check<ObservedBundle> {
     let image = &fx.options.image;
     let plan = plans::plan(app, vec![plans::server(image), plans::finisher(image)]);
     // Both started: the finisher may exit before it is ever seen running.
@@ -165,6 +224,14 @@ async fn finished(fx: &Fixture<'_>, app: &str) -> Check<ObservedBundle> {
             },
         )
         .await?;
+    Ok(seen)
+}
+
+/// Waits until the finisher has exited (the environment, if any, is told
+/// to make it exit once it runs). A finisher that never exits is a skip:
+/// the runtime does not run commands (a simulator without an
+/// environment).
+async fn finished(fx: &Fixture<'_>, app: &str, seen: ObservedBundle) -> Check<ObservedBundle> {
     if let Some(env) = &fx.options.environment
         && !finished_as_planned(&seen)
     {
@@ -189,9 +256,11 @@ async fn finished(fx: &Fixture<'_>, app: &str) -> Check<ObservedBundle> {
         Ok(seen) => seen,
         Err(_) => {
             return Err(skip(format!(
-                "`{FINISHER}` (`sh -c 'echo …; exit {FINISH_CODE}'`) did not exit within {} s: \
-                 this runtime does not seem to run commands (a simulator needs an environment \
-                 that ends it; see docs/conformance.md)",
+                "`{FINISHER}` (`sh -c 'echo …; exit {FINISH_CODE}'`) did not exit within {} s, \
+                 so this runtime does not run the workloads' commands: a simulator (KWOK, as \
+                 the test cluster's simulated nodes) runs none; run the suite where containers \
+                 run (the test cluster's real node) or with an environment that ends the \
+                 workload (docs/conformance.md)",
                 fx.options.settle_timeout.as_secs()
             )));
         }

@@ -52,12 +52,16 @@ fn workload(name: &str, image: &str, script: &str, requests: Resources) -> Workl
     }
 }
 
-/// A workload serving HTTP on [`PORT`] until stopped.
+/// A workload serving HTTP on [`PORT`] until stopped. Its shell, PID 1 in
+/// a container, exits on SIGTERM: a PID 1 without a handler ignores it, so
+/// every stop and replacement would wait out the runtime's whole grace
+/// period (Kubernetes' 30 s), which is the runtime's, not the adapter's,
+/// and was the longest wait of a run on real containers.
 pub(crate) fn server(image: &str) -> WorkloadSpec {
     let mut w = workload(
         SERVER,
         image,
-        &format!("echo conformance: serving; exec httpd -f -p {PORT}"),
+        &format!("echo conformance: serving; trap 'exit 0' TERM; httpd -f -p {PORT} & wait"),
         server_requests(),
     );
     w.ports.push(Port {

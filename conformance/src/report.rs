@@ -51,6 +51,12 @@ pub struct CaseResult {
     pub name: String,
     /// How it ended.
     pub outcome: Outcome,
+    /// For a pass that checked less than `name` says, what it did check:
+    /// a capability not declared, whose call answered `unsupported` as
+    /// required (`exec: not declared; answered \`unsupported\` as
+    /// required`). The case's line shows it in place of the name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
     /// How long it took, its set-up included.
     #[serde(rename = "duration_ms", serialize_with = "millis")]
     pub duration: Duration,
@@ -65,12 +71,14 @@ impl CaseResult {
         outcome: Outcome,
         duration: Duration,
         notes: Vec<String>,
+        claim: Option<String>,
     ) -> Self {
         CaseResult {
             id: case.id.into(),
             rule: case.rule(),
             name: case.name.into(),
             outcome,
+            claim,
             duration,
             notes,
         }
@@ -78,7 +86,8 @@ impl CaseResult {
 
     /// The case as one line:
     /// `PASS C-APPLY-02 O-41 apply again … (1.2s)`, then `: reason` for a
-    /// failure or a skip.
+    /// failure or a skip. A pass with a [`claim`](CaseResult::claim) shows
+    /// the claim in place of the name.
     pub fn line(&self) -> String {
         let mut line = format!("{} {}", self.outcome.label(), self.id);
         if !self.rule.is_empty() {
@@ -86,7 +95,7 @@ impl CaseResult {
             line.push_str(&self.rule);
         }
         line.push(' ');
-        line.push_str(&self.name);
+        line.push_str(self.claim.as_deref().unwrap_or(&self.name));
         line.push_str(&format!(" ({:.1}s)", self.duration.as_secs_f64()));
         if let Some(reason) = self.outcome.reason() {
             line.push_str(": ");
@@ -114,6 +123,12 @@ pub struct Report {
     /// How long the run took.
     #[serde(rename = "duration_ms", serialize_with = "millis")]
     pub duration: Duration,
+    /// The longest the runtime took to get somewhere the suite waited for
+    /// (a workload running or exited, a volume ready, a watch event), of
+    /// the waits that ended within the settle timeout: how much of
+    /// `Options::settle_timeout` this runtime needs.
+    #[serde(rename = "longest_settle_ms", serialize_with = "millis")]
+    pub longest_settle: Duration,
     /// Each case run, in order.
     pub cases: Vec<CaseResult>,
 }
@@ -151,15 +166,17 @@ impl Report {
         self.cases.iter().find(|c| c.id == id)
     }
 
-    /// `28 cases: 25 passed, 0 failed, 3 skipped (74.2s)`.
+    /// `28 cases: 25 passed, 0 failed, 3 skipped (74.2s; the runtime
+    /// settled within 4.1s)`.
     pub fn summary(&self) -> String {
         format!(
-            "{} cases: {} passed, {} failed, {} skipped ({:.1}s)",
+            "{} cases: {} passed, {} failed, {} skipped ({:.1}s; the runtime settled within {:.1}s)",
             self.cases.len(),
             self.passed(),
             self.failed(),
             self.skipped(),
-            self.duration.as_secs_f64()
+            self.duration.as_secs_f64(),
+            self.longest_settle.as_secs_f64()
         )
     }
 
@@ -188,5 +205,42 @@ impl Report {
 
     fn count(&self, f: impl Fn(&Outcome) -> bool) -> usize {
         self.cases.iter().filter(|c| f(&c.outcome)).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cases::CASES;
+
+    #[test]
+    fn a_pass_with_a_claim_says_it_in_place_of_the_name_and_a_failure_never_does() {
+        let exec = CASES
+            .iter()
+            .find(|c| c.id == "C-EXEC-01")
+            .expect("C-EXEC-01 is a case");
+        let claim = Some("exec: not declared; answered `unsupported` as required".to_string());
+        let pass = CaseResult::new(
+            exec,
+            Outcome::Pass,
+            Duration::from_millis(40),
+            vec![],
+            claim,
+        );
+        assert_eq!(
+            pass.line(),
+            "PASS C-EXEC-01 R-084 exec: not declared; answered `unsupported` as required (0.0s)"
+        );
+        let fail = CaseResult::new(
+            exec,
+            Outcome::Fail("no".into()),
+            Duration::from_secs(2),
+            vec![],
+            None,
+        );
+        assert_eq!(
+            fail.line(),
+            format!("FAIL C-EXEC-01 R-084 {} (2.0s): no", exec.name)
+        );
     }
 }

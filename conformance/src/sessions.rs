@@ -9,7 +9,8 @@ use pando_host::CallError;
 use pando_host::streams::ByteStream;
 use pando_host::types::{Error as AdapterError, ExecRequest, RunRequest};
 
-use super::fixture::{Check, Fixture, answered, ensure, fail, failed};
+use super::declared::Capability;
+use super::fixture::{Check, Fixture, Notes, answered, ensure, fail, failed};
 use super::plans::{SERVER, wref};
 
 /// The most output a session's stream is read to.
@@ -33,7 +34,7 @@ async fn read_all(fx: &Fixture<'_>, what: &str, stream: &mut ByteStream) -> Chec
 
 /// A line on stdin comes back on stdout, a line on stderr, and the exit
 /// status is the script's.
-pub(crate) async fn exec(fx: &Fixture<'_>, app: &str, declared: bool) -> Check {
+pub(crate) async fn exec(fx: &Fixture<'_>, app: &str, declared: bool, notes: &mut Notes) -> Check {
     let request = ExecRequest {
         // One line, not to the end of stdin: whether closing stdin reaches
         // the process depends on the runtime's protocol.
@@ -42,15 +43,22 @@ pub(crate) async fn exec(fx: &Fixture<'_>, app: &str, declared: bool) -> Check {
         tty: false,
         size: None,
     };
-    let r = fx
-        .adapter
-        .exec(&fx.ctx(), &wref(app, SERVER), &request)
-        .await;
+    let workload = wref(app, SERVER);
+    let ctx = fx.ctx();
+    let call = fx.adapter.exec(&ctx, &workload, &request);
     if !declared {
-        answered("exec (exec is not declared)", r, false, &["unsupported"])?;
+        answered(
+            "exec (exec is not declared)",
+            call.await,
+            false,
+            &["unsupported"],
+        )?;
+        notes.not_declared(Capability::Exec, "answered `unsupported` as required");
         return Ok(());
     }
-    let mut session = r.map_err(|e| failed("exec", &e))?;
+    let mut session = fx
+        .declared(Capability::Exec, &format!("exec in `{SERVER}`"), call)
+        .await?;
     let mut stdin = session
         .stdin()
         .await
@@ -90,17 +98,21 @@ pub(crate) async fn exec(fx: &Fixture<'_>, app: &str, declared: bool) -> Check {
 }
 
 /// Runs a failing command, then a succeeding one.
-pub(crate) async fn run(fx: &Fixture<'_>, app: &str, declared: bool) -> Check {
+pub(crate) async fn run(fx: &Fixture<'_>, app: &str, declared: bool, notes: &mut Notes) -> Check {
     let workload = wref(app, SERVER);
     let failing = RunRequest {
         command: sh("echo out; echo err >&2; exit 4"),
         env: vec![],
     };
-    let (r, out) = run_once(fx, &workload, &failing).await;
     if !declared {
+        let (r, _) = run_once(fx, &workload, &failing).await;
         answered("run (run is not declared)", r, false, &["unsupported"])?;
+        notes.not_declared(Capability::Run, "answered `unsupported` as required");
         return Ok(());
     }
+    let before = fx.refusals();
+    let (r, out) = run_once(fx, &workload, &failing).await;
+    fx.held_to(Capability::Run, "run of a command exiting 4", before, &r)?;
     match r {
         Err(CallError::Adapter(AdapterError::CommandFailed(f))) => {
             ensure!(
@@ -132,7 +144,9 @@ pub(crate) async fn run(fx: &Fixture<'_>, app: &str, declared: bool) -> Check {
         command: sh("echo fine"),
         env: vec![],
     };
+    let before = fx.refusals();
     let (r, out) = run_once(fx, &workload, &fine).await;
+    fx.held_to(Capability::Run, "run of `echo fine`", before, &r)?;
     r.map_err(|e| failed("run of `echo fine`", &e))?;
     let out = out?;
     ensure!(out == "fine\n", "run of `echo fine` wrote {out:?}");

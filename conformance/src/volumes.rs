@@ -2,13 +2,12 @@
 //! (R-204); a snapshot restores byte for byte (R-206), or both calls are
 //! `unsupported` when snapshots are not declared.
 
-use std::time::Instant;
-
 use pando_host::types::{DestroyOptions, ObservedBundle, VolumeHandle, WorkloadPhase};
 
 use super::cases::{DESTROY_ALL, DESTROY_KEEP, SNAPSHOT};
+use super::declared::Capability;
 use super::fixture::{
-    Check, Fixture, after_setup, answered, bref, describe, ensure, fail, failed, noise, skip,
+    Check, Fixture, Notes, Stop, answered, bref, describe, ensure, fail, failed, noise, skip,
 };
 use super::plans::{self, VOLUME};
 use super::tar;
@@ -39,12 +38,11 @@ async fn destroy(fx: &mut Fixture<'_>) {
         return;
     }
     let app = fx.bundle_id("keep");
-    let started = Instant::now();
     // The workload need not run: a runtime may wait for the volume to be
     // provisioned before it starts anything.
     let plan = plans::with_volume(plans::plan(&app, vec![plans::server(&fx.options.image)]));
     let setup = fx
-        .bounded(async {
+        .setup(async {
             fx.adapter
                 .apply(&fx.ctx(), &plan)
                 .await
@@ -53,11 +51,9 @@ async fn destroy(fx: &mut Fixture<'_>) {
                 .await
         })
         .await;
-    let setup_took = started.elapsed();
 
     fx.case(&DESTROY_KEEP, async |fx, notes| {
-        after_setup(&setup)?;
-        notes.push(format!("set-up took {:.1}s", setup_took.as_secs_f64()));
+        setup.get(notes)?;
         fx.adapter
             .destroy(&fx.ctx(), &bref(&app), DestroyOptions::default())
             .await
@@ -86,8 +82,8 @@ async fn destroy(fx: &mut Fixture<'_>) {
     })
     .await;
 
-    fx.case(&DESTROY_ALL, async |fx, _| {
-        after_setup(&setup)?;
+    fx.case(&DESTROY_ALL, async |fx, notes| {
+        setup.get(notes)?;
         let options = DestroyOptions {
             keep_volumes: false,
         };
@@ -151,6 +147,10 @@ async fn snapshot(fx: &mut Fixture<'_>) {
                 false,
                 &["unsupported"],
             )?;
+            notes.not_declared(
+                Capability::VolumeSnapshot,
+                "snapshot-volume and restore-volume answered `unsupported` as required",
+            );
             return Ok(());
         }
         round_trip(fx, &app, notes).await
@@ -164,7 +164,7 @@ async fn snapshot(fx: &mut Fixture<'_>) {
 
 /// Restore an archive of known bytes, snapshot, compare; restore that
 /// snapshot, snapshot again, compare.
-async fn round_trip(fx: &Fixture<'_>, app: &str, notes: &mut Vec<String>) -> Check {
+async fn round_trip(fx: &Fixture<'_>, app: &str, notes: &mut Notes) -> Check {
     let volume = handle(app);
     if let Some(env) = &fx.options.environment {
         env.prepare_volume(&volume)
@@ -183,11 +183,21 @@ async fn round_trip(fx: &Fixture<'_>, app: &str, notes: &mut Vec<String>) -> Che
         .observe_until(app, &format!("volume `{VOLUME}` ready"), ready)
         .await
     {
+        // Snapshots are declared: the calls are held to that even for a
+        // volume that cannot be written.
+        let what = "snapshot-volume of a volume not yet ready";
+        let ctx = fx.ctx();
+        let call = fx.adapter.snapshot_volume(&ctx, &volume, tokio::io::sink());
+        let _ = fx
+            .declared_answer(Capability::VolumeSnapshot, what, call)
+            .await?;
         return Err(skip(format!(
             "the volume never became ready, so it cannot be written (a runtime without a \
-             storage provisioner needs an environment that provides one): {}",
+             storage provisioner, as the test cluster's KWOK nodes, needs an environment that \
+             provides one; the test cluster's real node has one, `storage_class: \
+             pando-local`): {}",
             match e {
-                super::fixture::Stop::Fail(why) | super::fixture::Stop::Skip(why) => why,
+                Stop::Fail(why) | Stop::Skip(why) => why,
             }
         )));
     }
@@ -209,10 +219,12 @@ async fn round_trip(fx: &Fixture<'_>, app: &str, notes: &mut Vec<String>) -> Che
         &["conformance"],
         &[(DATA_FILE, &data), ("conformance/hello.txt", b"hello\n")],
     );
-    fx.adapter
-        .restore_volume(&fx.ctx(), &volume, std::io::Cursor::new(archive))
-        .await
-        .map_err(|e| failed("restore-volume of a tar archive", &e))?;
+    let what = "restore-volume of a tar archive";
+    let ctx = fx.ctx();
+    let call = fx
+        .adapter
+        .restore_volume(&ctx, &volume, std::io::Cursor::new(archive));
+    fx.declared(Capability::VolumeSnapshot, what, call).await?;
     let first = take_snapshot(fx, &volume).await?;
     let files =
         tar::files(&first).map_err(|e| fail(format!("the snapshot is not a tar stream: {e}")))?;
@@ -264,7 +276,9 @@ async fn take_snapshot(fx: &Fixture<'_>, volume: &VolumeHandle) -> Check<Vec<u8>
             .map(|_| out)
     };
     let ctx = fx.ctx();
+    let before = fx.refusals();
     let (r, bytes) = tokio::join!(fx.adapter.snapshot_volume(&ctx, volume, writer), collect);
+    fx.held_to(Capability::VolumeSnapshot, "snapshot-volume", before, &r)?;
     let written = r.map_err(|e| failed("snapshot-volume", &e))?;
     let bytes = bytes.map_err(|e| fail(format!("reading the snapshot failed: {e}")))?;
     ensure!(

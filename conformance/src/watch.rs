@@ -15,7 +15,7 @@ use pando_host::types::{BundleEvent, WatchEnd};
 use pando_host::{Adapter, CallContext, CallError, CancellationToken};
 
 use super::cases::{Case, WATCH_ACTS, WATCH_RESTART, WATCHING};
-use super::fixture::{Check, Fixture, Stop, bref, ensure, fail, failed, unmeasured_note};
+use super::fixture::{Check, Fixture, Notes, Stop, bref, ensure, fail, failed, unmeasured_note};
 use super::plans::{self, SERVER};
 
 /// Events buffered from the watch: it may report every app on the runtime.
@@ -29,16 +29,17 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
     }
     let app = fx.bundle_id("watch");
     let mut results: Vec<Verdict> = Vec::new();
-    let flow = fx.bounded(flow(fx, &app, &mut results)).await;
-    // Whatever did not get its own verdict gets the flow's.
+    let flow = fx.setup(flow(fx, &app, &mut results)).await;
+    // Whatever did not get its own verdict gets the flow's, and its time:
+    // the case waited for all of it.
     for case in [&WATCHING, &WATCH_ACTS, &WATCH_RESTART] {
         if !results.iter().any(|(c, ..)| c.id == case.id) {
-            let why = match &flow {
+            let why = match flow.result() {
                 Err(Stop::Fail(why)) => fail(format!("the watch flow failed first: {why}")),
                 Err(Stop::Skip(why)) => Stop::Skip(why.clone()),
                 Ok(()) => fail("not reached"),
             };
-            results.push((case, Err(why), Duration::ZERO, vec![]));
+            results.push((case, Err(why), flow.took(), Notes::default()));
         }
     }
     for (case, check, took, notes) in results {
@@ -48,7 +49,7 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
 }
 
 /// One case's verdict, its time and notes.
-type Verdict = (&'static Case, Check, Duration, Vec<String>);
+type Verdict = (&'static Case, Check, Duration, Notes);
 
 /// A watch running in a task of its own, cancelled when dropped.
 struct Watch {
@@ -153,6 +154,7 @@ async fn flow(fx: &Fixture<'_>, app: &str, results: &mut Vec<Verdict>) -> Check 
     let first = watch.next(settle).await;
     let watching = async {
         let first = first?;
+        fx.settled(started.elapsed());
         ensure!(
             first == BundleEvent::Watching,
             "the watch's first event was {first:?}, not watching"
@@ -164,17 +166,20 @@ async fn flow(fx: &Fixture<'_>, app: &str, results: &mut Vec<Verdict>) -> Check 
             )
             .await
             .map_err(|e| failed("apply", &e))?;
-        watch.change_of(app, SERVER, settle).await
+        let applied = Instant::now();
+        watch.change_of(app, SERVER, settle).await?;
+        fx.settled(applied.elapsed());
+        Ok(())
     }
     .await;
     let ok = watching.is_ok();
-    results.push((&WATCHING, watching, started.elapsed(), vec![]));
+    results.push((&WATCHING, watching, started.elapsed(), Notes::default()));
     if !ok {
         return Err(fail("the watch reported no change"));
     }
 
     let started = Instant::now();
-    let mut notes = Vec::new();
+    let mut notes = Notes::default();
     let acts = match watcher.kubernetes_requests() {
         Some(sent) => {
             notes.push(format!("the watch sent: {sent}"));
@@ -217,6 +222,11 @@ async fn flow(fx: &Fixture<'_>, app: &str, results: &mut Vec<Verdict>) -> Check 
         Ok(())
     }
     .await;
-    results.push((&WATCH_RESTART, restarted, started.elapsed(), vec![]));
+    results.push((
+        &WATCH_RESTART,
+        restarted,
+        started.elapsed(),
+        Notes::default(),
+    ));
     Ok(())
 }

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use pando_conformance::{self as conformance, CASES, Environment, Options, Outcome, Target};
+use pando_conformance::{Environment, Options, Target};
 use pando_host::types::WorkloadRef;
 use pando_host::types::{
     BundlePlan, DestroyOptions, EgressPolicy, IsolationClass, LogOptions, VolumeRequest,
@@ -832,21 +832,6 @@ async fn it_passes_the_conformance_suite() {
         environment: Some(Arc::new(Kwok)),
         ..Options::default()
     };
-    let report = conformance::run(&target, &options)
-        .await
-        .expect("the adapter loads");
-    eprintln!("{}", report.to_text());
-    assert_eq!(report.cases.len(), CASES.len(), "every case ran");
-    let not_passed: Vec<String> = report
-        .cases
-        .iter()
-        .filter(|c| !matches!(c.outcome, Outcome::Pass))
-        .map(|c| c.line())
-        .collect();
-    assert!(
-        not_passed.is_empty(),
-        "the Python adapter does not pass {} case(s):\n{}",
-        not_passed.len(),
-        not_passed.join("\n")
-    );
+    let report = crate::conformance::run(&target, &options).await;
+    crate::conformance::assert_every_case_passes(&report, "the Python adapter");
 }

@@ -10,7 +10,9 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use pando_conformance::{self as conformance, CASES, Environment, Options, Outcome, Report, Target};
+use pando_conformance::{
+    self as conformance, CASES, Environment, Options, Outcome, Report, Target,
+};
 use pando_host::types::{VolumeHandle, WorkloadRef};
 use pando_host::{Grants, Host, LoadOptions};
 use pando_tests::cluster::{self, EXIT_CODE_ANNOTATION, Identity};
@@ -101,8 +103,31 @@ fn host() -> Host {
         .expect("host builds")
 }
 
-fn print(report: &Report) {
+/// Runs the suite against `target` and prints its report.
+pub(crate) async fn run(target: &Target, options: &Options) -> Report {
+    let report = conformance::run(target, options)
+        .await
+        .expect("the adapter under test loads");
     eprintln!("{}", report.to_text());
+    report
+}
+
+/// Asserts that every case ran and passed, none failed nor skipped; `who` names the adapter.
+#[track_caller]
+pub(crate) fn assert_every_case_passes(report: &Report, who: &str) {
+    assert_eq!(report.cases.len(), CASES.len(), "every case ran");
+    let not_passed: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| !matches!(c.outcome, Outcome::Pass))
+        .map(|c| c.line())
+        .collect();
+    assert!(
+        not_passed.is_empty(),
+        "{who} does not pass {} case(s):\n{}",
+        not_passed.len(),
+        not_passed.join("\n")
+    );
 }
 
 /// The Kubernetes adapter as `pando`, with its shipped grants and the example configuration.
@@ -129,10 +154,7 @@ async fn the_kubernetes_adapter_passes_every_case() {
         environment: Some(Arc::new(Kwok)),
         ..Options::default()
     };
-    let report = conformance::run(&target, &options)
-        .await
-        .expect("the adapter loads");
-    print(&report);
+    let report = run(&target, &options).await;
     let failures: Vec<String> = report.failures().map(|c| c.line()).collect();
     assert!(
         failures.is_empty(),
@@ -146,9 +168,7 @@ async fn the_kubernetes_adapter_passes_every_case() {
 /// The test adapter, configured with `config`, no grants: no runtime.
 /// C-INFO-03 on KWOK, where the Kubernetes adapter's health check answers `unavailable` (no pod
 /// network for its canary), run with `environment`.
-async fn health_case(
-    environment: Option<Arc<dyn Environment>>,
-) -> pando_conformance::CaseResult {
+async fn health_case(environment: Option<Arc<dyn Environment>>) -> pando_conformance::CaseResult {
     let target = kubernetes_target().await;
     let options = Options {
         only: vec!["C-INFO-03".into()],
@@ -156,10 +176,7 @@ async fn health_case(
         ..Options::default()
     };
     let _canary = ka::canary_lock().await;
-    let report = conformance::run(&target, &options)
-        .await
-        .expect("the adapter loads");
-    print(&report);
+    let report = run(&target, &options).await;
     report.case("C-INFO-03").expect("C-INFO-03 ran").clone()
 }
 
@@ -197,29 +214,130 @@ async fn image_import_case(config: &str) -> Outcome {
         only: vec!["C-CAP-01".into()],
         ..Options::default()
     };
-    let report = conformance::run(&test_adapter(config), &options)
-        .await
-        .expect("the test adapter loads");
-    print(&report);
+    let report = run(&test_adapter(config), &options).await;
     assert_eq!(report.cases.len(), 1, "only C-CAP-01 ran");
     report.cases[0].outcome.clone()
 }
 
 #[tokio::test]
-async fn r254_an_undeclared_call_answering_unsupported_passes() {
+async fn r254_an_undeclared_call_answering_unsupported_passes_saying_that_is_all_it_checked() {
     // The control: the test adapter declares no image import and answers
     // `unsupported`.
-    assert_eq!(image_import_case("{}").await, Outcome::Pass);
+    let options = Options {
+        only: vec!["C-CAP-01".into()],
+        ..Options::default()
+    };
+    let report = run(&test_adapter("{}"), &options).await;
+    let case = report.case("C-CAP-01").expect("C-CAP-01 ran");
+    assert_eq!(case.outcome, Outcome::Pass);
+    // The line says what was checked, not that image import works.
+    let line = case.line();
+    assert!(
+        line.starts_with(
+            "PASS C-CAP-01 R-254 image-import: not declared; import-image answered \
+             `unsupported` as required ("
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("answers when declared"), "{line}");
 }
 
 #[tokio::test]
-async fn r254_a_declared_capability_that_answers_unsupported_fails() {
+async fn r254_a_declared_capability_that_answers_unsupported_fails_naming_the_declaration() {
     let outcome = image_import_case(r#"{"misbehave": "claim-image-import"}"#).await;
     let Outcome::Fail(why) = outcome else {
         panic!("expected a failure, got {outcome:?}");
     };
-    assert!(why.contains("`unsupported`"), "{why}");
-    assert!(why.contains("image import is declared"), "{why}");
+    assert!(why.contains("answered `unsupported`"), "{why}");
+    assert!(
+        why.contains("the adapter declares `image-import: true` in its capabilities"),
+        "{why}"
+    );
+}
+
+/// The Kubernetes adapter as `pando` with its shipped grants less the one rule that lets it read
+/// logs (`get pods/log`): it still declares `logs`, and every `logs` call is refused by the host.
+async fn kubernetes_target_without_log_grant() -> Target {
+    let mut target = kubernetes_target().await;
+    let rules = &mut target
+        .load
+        .grants
+        .kubernetes
+        .as_mut()
+        .expect("the shipped grants have a kubernetes section")
+        .rules;
+    let before = rules.len();
+    rules.retain(|r| r.resources != ["pods/log"]);
+    assert_eq!(
+        rules.len(),
+        before - 1,
+        "the shipped grants have one pods/log rule"
+    );
+    target
+}
+
+/// Asserts that `case` failed because the declared `logs` were refused by the host, and that its
+/// line names the declaration and the missing grant.
+#[track_caller]
+fn fails_naming_the_log_grant(report: &Report, id: &str) {
+    let case = report.case(id).unwrap_or_else(|| panic!("{id} ran"));
+    let line = case.line();
+    assert!(line.starts_with(&format!("FAIL {id} ")), "{line}");
+    assert!(line.contains("answered `denied`"), "{line}");
+    assert!(
+        line.contains("the adapter declares `logs: true` in its capabilities"),
+        "the failure names the declaration: {line}"
+    );
+    assert!(
+        line.contains(
+            "the missing grant: `- {verbs: [get], resources: [pods/log], namespaces: [\"pando-conf-"
+        ),
+        "the failure names the grant the host refused: {line}"
+    );
+}
+
+#[tokio::test]
+async fn r254_declared_logs_that_are_denied_fail_naming_the_declaration_and_the_grant() {
+    let target = kubernetes_target_without_log_grant().await;
+    let options = Options {
+        only: vec!["C-LOGS-01".into(), "C-STOP-01".into()],
+        environment: Some(Arc::new(Kwok)),
+        ..Options::default()
+    };
+    let report = run(&target, &options).await;
+    fails_naming_the_log_grant(&report, "C-LOGS-01");
+    // Stop compares the finished workload's log before and after: refused too.
+    fails_naming_the_log_grant(&report, "C-STOP-01");
+}
+
+#[tokio::test]
+async fn r254_without_an_environment_declared_denied_logs_still_fail_and_the_skip_says_why() {
+    // As the CLI runs on the test cluster: nothing ends the finishing workload on KWOK. The
+    // declaration is held to on the running workload's log all the same.
+    let target = kubernetes_target_without_log_grant().await;
+    let settle = std::time::Duration::from_secs(10);
+    let options = Options {
+        only: vec!["C-LOGS-01".into(), "C-STOP-01".into()],
+        settle_timeout: settle,
+        ..Options::default()
+    };
+    let report = run(&target, &options).await;
+    fails_naming_the_log_grant(&report, "C-LOGS-01");
+    // Without logs to compare, stop is checked as far as it can be, and the rest is a skip that
+    // says why and took the time it waited.
+    let stop = report.case("C-STOP-01").expect("C-STOP-01 ran");
+    let Outcome::Skip(why) = &stop.outcome else {
+        panic!("C-STOP-01 skips the half it cannot check: {}", stop.line());
+    };
+    assert!(
+        why.starts_with("stop stopped `server`") && why.contains("KWOK"),
+        "the skip says what was checked and why not the rest: {why}"
+    );
+    assert!(
+        stop.duration >= settle,
+        "the skip's time includes the {settle:?} it waited for the workload to exit: {}",
+        stop.line()
+    );
 }
 
 #[tokio::test]
@@ -249,10 +367,7 @@ async fn cases_that_need_no_runtime_pass_on_the_test_adapter_and_the_rest_are_re
         only: vec!["C-INFO-*".into(), "C-CONF-01".into(), "C-UP-01".into()],
         ..Options::default()
     };
-    let report = conformance::run(&test_adapter("{}"), &options)
-        .await
-        .expect("the test adapter loads");
-    print(&report);
+    let report = run(&test_adapter("{}"), &options).await;
     let ids: Vec<&str> = report.cases.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(
         ids,
