@@ -9,8 +9,30 @@ use crate::capability::{self, Lending};
 use crate::error::LoadError;
 use crate::grants::Grants;
 
-/// Contract versions this host serves, newest first.
+/// Contract versions this host serves, newest first. Each also serves the
+/// versions semver-compatible with it ([`served_version`]).
 pub const SERVED_VERSIONS: &[&str] = &["0.1.0"];
+
+/// The served version that serves a component built against `version`:
+/// the same one, or one semver-compatible with it as the component model's
+/// linker matches names (`0.1.3` by `0.1.0`, `1.4.0` by `1.0.0`; not `0.2.0`
+/// by `0.1.0`, nor a pre-release but by its exact version). A newer patch
+/// that uses an import this host lacks is refused when it is instantiated,
+/// naming the import.
+pub fn served_version(version: &str) -> Option<&'static str> {
+    if let Some(exact) = SERVED_VERSIONS.iter().copied().find(|s| *s == version) {
+        return Some(exact);
+    }
+    let wanted = semver::Version::parse(version).ok()?;
+    if !wanted.pre.is_empty() {
+        return None;
+    }
+    SERVED_VERSIONS.iter().copied().find(|s| {
+        semver::Version::parse(s).is_ok_and(|served| {
+            served.major == wanted.major && (served.major > 0 || served.minor == wanted.minor)
+        })
+    })
+}
 
 /// The contract's package.
 const PACKAGE: &str = "pando:runtime";
@@ -116,7 +138,7 @@ pub(crate) fn check_shape(
         });
     };
     let version = adapter.version.unwrap_or("").to_string();
-    if !SERVED_VERSIONS.contains(&version.as_str()) {
+    let Some(served) = served_version(&version) else {
         return Err(LoadError::UnsupportedVersion {
             what: what.into(),
             found: if version.is_empty() {
@@ -126,11 +148,11 @@ pub(crate) fn check_shape(
             },
             served: SERVED_VERSIONS.join(", "),
         });
-    }
+    };
 
     let mut world = World::RuntimeAdapter;
     for import in &imports {
-        let reason = match classify_import(import, &version, grants) {
+        let reason = match classify_import(import, served, grants) {
             Import::Lent(capability) => {
                 if capability == KUBERNETES {
                     world = World::KubernetesAdapter;
@@ -192,10 +214,12 @@ fn classify_import(name: &str, contract_version: &str, grants: Option<&Grants>) 
                 .into(),
         ),
         PACKAGE => {
-            if item.version != Some(contract_version) {
+            // Any version the same served version serves: the linker
+            // matches them as it matches the export.
+            if item.version.and_then(served_version) != Some(contract_version) {
                 return Import::Refused(format!(
-                    "but exports pando:runtime/adapter@{contract_version}; build the whole adapter \
-                     against one version of the pando:runtime package"
+                    "but its adapter export is served as pando:runtime@{contract_version}; build \
+                     the whole adapter against one version of the pando:runtime package"
                 ));
             }
             match capability::lending(item.interface, grants) {
@@ -261,6 +285,33 @@ mod tests {
         ));
         assert!(matches!(lent("acme:evil/backdoor"), Import::Refused(_)));
         assert!(matches!(lent("f"), Import::Refused(_)));
+    }
+
+    #[test]
+    fn compatible_versions_are_served_as_the_linker_matches_them() {
+        assert_eq!(served_version("0.1.0"), Some("0.1.0"));
+        assert_eq!(served_version("0.1.7"), Some("0.1.0"), "a newer patch");
+        assert_eq!(served_version("0.2.0"), None, "0.x minors are breaking");
+        assert_eq!(served_version("1.0.0"), None);
+        assert_eq!(
+            served_version("0.1.1-rc.1"),
+            None,
+            "a pre-release only as itself"
+        );
+        assert_eq!(served_version(""), None);
+        assert_eq!(served_version("0.1"), None, "not a version");
+    }
+
+    #[test]
+    fn an_import_of_a_compatible_version_is_lent() {
+        assert_eq!(
+            classify_import("pando:runtime/log@0.1.4", "0.1.0", None),
+            Import::Lent("log")
+        );
+        assert!(matches!(
+            classify_import("pando:runtime/log@0.2.0", "0.1.0", None),
+            Import::Refused(why) if why.contains("one version of the pando:runtime package")
+        ));
     }
 
     #[test]

@@ -59,7 +59,8 @@ pub enum LoadError {
     /// serve.
     #[error(
         "{what} was built against pando:runtime@{found}, which this host does not serve; \
-         it serves {served}: rebuild the adapter against one of those"
+         it serves {served} and the versions semver-compatible with them (the same major \
+         version; for 0.x, the same minor): rebuild the adapter against one of those"
     )]
     UnsupportedVersion {
         /// The component's name.

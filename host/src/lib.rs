@@ -37,7 +37,7 @@ pub use adapter::{Adapter, ExecSession};
 pub use call::CallContext;
 pub use capability::held::HeldUsage;
 pub use capability::ratelimit;
-pub use check::{ComponentShape, SERVED_VERSIONS, World};
+pub use check::{ComponentShape, SERVED_VERSIONS, World, served_version};
 pub use error::{CallError, LoadError};
 pub use grants::Grants;
 pub use limits::Limits;

@@ -70,6 +70,71 @@ async fn wrong_contract_version_lists_the_served_ones() {
     }
 }
 
+/// The test adapter with every `pando:runtime/…@0.1.0` name it imports
+/// and exports rewritten to `@{version}` (of the same length, so the
+/// binary stays valid): what the same adapter built against that contract
+/// version would name.
+fn test_adapter_at(version: &str) -> Vec<u8> {
+    assert_eq!(version.len(), "0.1.0".len());
+    let mut bytes = std::fs::read(components::test_adapter()).expect("read test adapter");
+    let (needle, with) = (b"@0.1.0".as_slice(), format!("@{version}"));
+    let mut patched = 0;
+    let mut i = 0;
+    while let Some(at) = bytes[i..].windows(needle.len()).position(|w| w == needle) {
+        let at = i + at;
+        let before = &bytes[at.saturating_sub(40)..at];
+        if before.windows(14).any(|w| w == b"pando:runtime/") {
+            bytes[at..at + needle.len()].copy_from_slice(with.as_bytes());
+            patched += 1;
+        }
+        i = at + needle.len();
+    }
+    assert!(patched > 0, "no pando:runtime names found to rewrite");
+    bytes
+}
+
+#[tokio::test]
+async fn a_newer_compatible_contract_version_is_served() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let bytes = test_adapter_at("0.1.9");
+    let adapter = host(&cache)
+        .load_bytes("patch.wasm", &bytes, LoadOptions::default())
+        .await
+        .expect("an adapter built against 0.1.9 loads in a 0.1.0 host");
+    assert_eq!(adapter.shape().version, "0.1.9");
+    assert_eq!(pando_host::served_version("0.1.9"), Some("0.1.0"));
+    let up = adapter
+        .upstream(
+            &pando_host::CallContext::default(),
+            &pando_host::types::WorkloadRef {
+                bundle: "shop".into(),
+                workload: "web".into(),
+            },
+            8080,
+        )
+        .await
+        .expect("and answers calls");
+    assert_eq!(up.port, 8080);
+}
+
+#[tokio::test]
+async fn an_incompatible_contract_version_is_refused_naming_what_is_served() {
+    let err = load_err(
+        &test_adapter_at("0.2.0"),
+        "minor.wasm",
+        LoadOptions::default(),
+    )
+    .await;
+    match &err {
+        LoadError::UnsupportedVersion { found, served, .. } => {
+            assert_eq!(found, "0.2.0");
+            assert_eq!(served, "0.1.0");
+            assert!(err.to_string().contains("semver-compatible"), "{err}");
+        }
+        other => panic!("expected UnsupportedVersion, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn kubernetes_import_without_a_grant_is_refused_by_name() {
     let bytes = std::fs::read(components::kube_probe()).expect("read");

@@ -7,13 +7,13 @@ use wasmtime::component::Resource;
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, DynPollable, subscribe};
 
 use super::{ExecSession, KubeContext, Kubernetes, WatchStream};
-use crate::capability::env::Identity;
-use crate::capability::held::{Held, HeldStream};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ExecRequest, Host, HostExecSession, HostWatchStream, LogRequest, Request, Response,
     WatchEnd, WatchEvent, WatchRequest,
 };
 use crate::capability::View;
+use crate::capability::env::Identity;
+use crate::capability::held::{Held, HeldStream};
 
 /// Races a Kubernetes call against the call's cancellation, so a guest
 /// waiting on the cluster (or on the rate budget) is told `cancelled`
