@@ -122,6 +122,16 @@ async fn a_panic_is_a_trap_with_its_message() {
         } => {
             assert_eq!(*method, "apply");
             assert!(message.contains("asked to panic"), "{message}");
+            // The guest's frames are named as their source names them, not
+            // as the linker mangled them (wasmtime's `demangle`).
+            assert!(
+                message.contains("pando_test_adapter::"),
+                "names the guest's frames: {message}"
+            );
+            assert!(
+                !message.contains("_ZN") && !message.contains("_RNv"),
+                "no mangled names: {message}"
+            );
         }
         other => panic!("expected a trap, got {other:?}"),
     }
