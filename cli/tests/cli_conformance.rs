@@ -139,7 +139,8 @@ fn a_failing_case_exits_1_and_junit_marks_it() {
         "{xml}"
     );
     assert!(
-        xml.contains("<failure message=\"import-image of an empty stream (image import is declared) answered `unsupported`"),
+        xml.contains("<failure message=\"import-image of an empty stream answered `unsupported`")
+            && xml.contains("but the adapter declares `image-import: true` in its capabilities"),
         "{xml}"
     );
     assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
@@ -159,6 +160,7 @@ fn json_is_the_report() {
         .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", stdout(&o)));
     assert_eq!(v["adapter"], "test");
     assert!(v["digest"].is_string() && v["duration_ms"].is_u64(), "{v}");
+    assert!(v["longest_settle_ms"].is_u64(), "{v}");
     let case = &v["cases"][0];
     assert_eq!(case["id"], "C-UP-01");
     assert_eq!(case["rule"], "R-023");

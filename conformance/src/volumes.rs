@@ -2,6 +2,9 @@
 //! (R-204); a snapshot restores byte for byte (R-206), or both calls are
 //! `unsupported` when snapshots are not declared.
 
+use std::time::Duration;
+
+use pando_host::CallError;
 use pando_host::types::{DestroyOptions, ObservedBundle, VolumeHandle, WorkloadPhase};
 
 use super::cases::{DESTROY_ALL, DESTROY_KEEP, SNAPSHOT};
@@ -11,6 +14,10 @@ use super::fixture::{
 };
 use super::plans::{self, VOLUME};
 use super::tar;
+
+/// How long a snapshot of a volume that never became ready is given to
+/// answer `unsupported` or `denied`.
+const PROBE_LIMIT: Duration = Duration::from_secs(10);
 
 /// The file the snapshot case writes, and its size.
 const DATA_FILE: &str = "conformance/data.bin";
@@ -183,14 +190,25 @@ async fn round_trip(fx: &Fixture<'_>, app: &str, notes: &mut Notes) -> Check {
         .observe_until(app, &format!("volume `{VOLUME}` ready"), ready)
         .await
     {
-        // Snapshots are declared: the calls are held to that even for a
-        // volume that cannot be written.
+        // Snapshots are declared: the call is held to that even for a
+        // volume that cannot be written. `unsupported` and `denied` come
+        // before any work on the runtime; an adapter still waiting for the
+        // volume after PROBE_LIMIT is not judged (the Kubernetes adapter's
+        // helper pod waits for the claim until its deadline).
         let what = "snapshot-volume of a volume not yet ready";
-        let ctx = fx.ctx();
+        let ctx = fx.ctx().with_timeout(PROBE_LIMIT);
         let call = fx.adapter.snapshot_volume(&ctx, &volume, tokio::io::sink());
-        let _ = fx
+        let answer = fx
             .declared_answer(Capability::VolumeSnapshot, what, call)
             .await?;
+        if let Err(e @ CallError::DeadlineExceeded { .. }) = answer {
+            notes.push(format!(
+                "{what} did not answer within {} s ({}): only an `unsupported` or `denied` \
+                 answer would have failed it",
+                PROBE_LIMIT.as_secs(),
+                e.kind()
+            ));
+        }
         return Err(skip(format!(
             "the volume never became ready, so it cannot be written (a runtime without a \
              storage provisioner, as the test cluster's KWOK nodes, needs an environment that \
