@@ -11,19 +11,11 @@ use pando_adapter_sdk::types::Error;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::{integer, invalid_field, string};
+use super::fields::{integer, invalid_field, string};
 use crate::kit::names;
 
-/// Default of `adapter_user`: the test cluster's token user, the one
-/// deploy/kubernetes/rbac.yaml binds.
-pub const DEFAULT_ADAPTER_USER: &str = "pando";
-/// Default of `namespace_role`.
-pub const DEFAULT_NAMESPACE_ROLE: &str = "pando-adapter-namespace";
 /// How Kubernetes names a ServiceAccount as a user.
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
-
-const MIB: u64 = 1 << 20;
-const GIB: u64 = 1 << 30;
 
 /// Who the adapter is to the API server: the subject of the RoleBinding it
 /// writes for itself in every namespace it makes.
@@ -125,19 +117,6 @@ pub struct AppQuota {
     pub claims: u64,
 }
 
-impl Default for AppQuota {
-    fn default() -> AppQuota {
-        AppQuota {
-            pods: 50,
-            cpu_millis: 16_000,
-            memory_bytes: 32 * GIB,
-            memory_limit_bytes: 64 * GIB,
-            storage_bytes: 100 * GIB,
-            claims: 20,
-        }
-    }
-}
-
 /// `container_limits`: the LimitRange of each app namespace, which fills
 /// in what a plan leaves out (a container without a memory limit gets
 /// `default_memory_bytes`) and caps what it asks for.
@@ -151,17 +130,6 @@ pub struct ContainerLimits {
     pub default_memory_request_bytes: u64,
     /// The largest memory limit a container may have, in bytes.
     pub max_memory_bytes: u64,
-}
-
-impl Default for ContainerLimits {
-    fn default() -> ContainerLimits {
-        ContainerLimits {
-            default_memory_bytes: GIB,
-            default_cpu_request_millis: 100,
-            default_memory_request_bytes: 64 * MIB,
-            max_memory_bytes: 16 * GIB,
-        }
-    }
 }
 
 /// The fields of an object-valued field, each `u64` in `1..=max`, unknown
@@ -202,15 +170,16 @@ fn object_fields(
     Ok(())
 }
 
-/// Parses `adapter_user`.
-pub(super) fn adapter_user(value: Option<Value>) -> Result<AdapterUser, Error> {
-    let text = string("adapter_user", value)?.unwrap_or_else(|| DEFAULT_ADAPTER_USER.into());
-    AdapterUser::parse(&text).map_err(|why| invalid_field("adapter_user", why))
+/// Parses `adapter_user`: `None` when unset.
+pub(super) fn adapter_user(value: Option<Value>) -> Result<Option<AdapterUser>, Error> {
+    string("adapter_user", value)?
+        .map(|text| AdapterUser::parse(&text).map_err(|why| invalid_field("adapter_user", why)))
+        .transpose()
 }
 
-/// Parses `app_quota`.
-pub(super) fn app_quota(value: Option<Value>) -> Result<AppQuota, Error> {
-    let mut q = AppQuota::default();
+/// Parses `app_quota`: `start` (the default) with the keys given.
+pub(super) fn app_quota(value: Option<Value>, start: AppQuota) -> Result<AppQuota, Error> {
+    let mut q = start;
     object_fields(
         "app_quota",
         value,
@@ -226,10 +195,14 @@ pub(super) fn app_quota(value: Option<Value>) -> Result<AppQuota, Error> {
     Ok(q)
 }
 
-/// Parses `container_limits`; a default above the maximum is refused (the
+/// Parses `container_limits` (`start`, the default, with the keys given);
+/// a default above the maximum is refused (the
 /// API server would refuse the LimitRange).
-pub(super) fn container_limits(value: Option<Value>) -> Result<ContainerLimits, Error> {
-    let mut l = ContainerLimits::default();
+pub(super) fn container_limits(
+    value: Option<Value>,
+    start: ContainerLimits,
+) -> Result<ContainerLimits, Error> {
+    let mut l = start;
     object_fields(
         "container_limits",
         value,

@@ -10,17 +10,14 @@ use pando_adapter_sdk::types::Error;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Cidr, integer, invalid_field, string};
+use super::fields::{cidr, integer, invalid_field, string};
+use crate::isolation::cidr::Cidr;
 use crate::kit::names;
 
 /// The link-local address clouds serve instance metadata (and often
 /// credentials) on; excluded from every egress rule unless
 /// `exclude_metadata_address` is false.
 pub const METADATA_ADDRESS: &str = "169.254.169.254/32";
-/// Default DNS port.
-pub const DEFAULT_DNS_PORT: u16 = 53;
-/// Default namespace of the cluster's DNS.
-pub const DEFAULT_DNS_NAMESPACE: &str = "kube-system";
 /// The label every namespace carries with its own name.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
@@ -46,7 +43,7 @@ pub(super) fn cidr_list(
                 format!("entry {i} is empty: give a CIDR such as `10.244.0.0/16`"),
             ));
         };
-        out.push(super::cidr(field, &text)?);
+        out.push(cidr(field, &text)?);
     }
     if out.is_empty()
         && let Some(example) = required
@@ -61,18 +58,6 @@ pub(super) fn cidr_list(
         ));
     }
     Ok(out)
-}
-
-/// A boolean field: `None` when absent or `null`.
-pub(super) fn boolean(field: &str, value: Option<Value>) -> Result<Option<bool>, Error> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(b)),
-        Some(other) => Err(invalid_field(
-            field,
-            format!("`{other}` is not `true` or `false`"),
-        )),
-    }
 }
 
 /// `dns_egress`: where every app's (and trial's) policy lets it send DNS
@@ -93,31 +78,18 @@ pub struct DnsEgress {
     pub port: u16,
 }
 
-impl Default for DnsEgress {
-    fn default() -> DnsEgress {
-        DnsEgress {
-            namespace_selector: BTreeMap::from([(
-                NAMESPACE_NAME_LABEL.to_owned(),
-                DEFAULT_DNS_NAMESPACE.to_owned(),
-            )]),
-            pod_selector: BTreeMap::new(),
-            cidrs: Vec::new(),
-            port: DEFAULT_DNS_PORT,
-        }
-    }
-}
-
 const DNS_KEYS: [&str; 4] = ["namespace_selector", "pod_selector", "cidrs", "port"];
 
-/// Parses `dns_egress`: every key optional, unknown keys refused.
-pub(super) fn dns_egress(value: Option<Value>) -> Result<DnsEgress, Error> {
+/// Parses `dns_egress`: `start` (the default) with the keys given, unknown
+/// keys refused.
+pub(super) fn dns_egress(value: Option<Value>, start: DnsEgress) -> Result<DnsEgress, Error> {
     const FIELD: &str = "dns_egress";
     let map: Map<String, Value> = match value {
-        None | Some(Value::Null) => return Ok(DnsEgress::default()),
+        None | Some(Value::Null) => return Ok(start),
         Some(Value::Object(map)) => map,
         Some(other) => return Err(invalid_field(FIELD, format!("`{other}` is not an object"))),
     };
-    let mut dns = DnsEgress::default();
+    let mut dns = start;
     for (key, v) in map {
         let at = format!("{FIELD}.{key}");
         match key.as_str() {

@@ -1,4 +1,7 @@
 //! Each configuration field's default and validation.
+use pando_adapter_sdk::types::Error;
+use serde_json::Value;
+
 use super::*;
 use pando_adapter_sdk::error::ErrorExt;
 use serde_json::json;
