@@ -135,7 +135,7 @@ pub(super) fn check_target(group: &str, resource: &str, sub: Option<&str>) -> Re
     }
 }
 
-fn is_group(part: &str) -> bool {
+pub(super) fn is_group(part: &str) -> bool {
     part.contains('.') || DOTLESS_GROUPS.contains(&part)
 }
 

@@ -10,6 +10,7 @@ pub mod check;
 pub mod forbidden;
 mod known;
 pub mod objects;
+pub mod rbac;
 pub mod request;
 
 use std::path::Path;
