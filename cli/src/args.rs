@@ -180,6 +180,10 @@ pub enum Verb {
     /// Run the conformance suite against an adapter component: one line
     /// per case; exit 1 when any case fails.
     Conformance(ConformanceArgs),
+    /// The grants beside the cluster's RBAC: `rbac` prints the RBAC they
+    /// need, `check` asks the cluster what the identity may really do.
+    #[command(subcommand)]
+    Grants(crate::grants_cmd::GrantsVerb),
 }
 
 /// `conformance` flags (with the global `--grants`, `--config`,

@@ -9,6 +9,7 @@
 pub mod args;
 pub mod conformance;
 pub mod failure;
+pub mod grants_cmd;
 pub mod input;
 pub mod inspect;
 pub mod output;
@@ -91,6 +92,9 @@ async fn dispatch(cli: Cli) -> Outcome {
         return Err(Failure::input(
             "`-o junit` is only for `conformance`; use text, json or yaml",
         ));
+    }
+    if let Verb::Grants(g) = &verb {
+        return grants_cmd::run(&global, g).await;
     }
     if let Verb::Inspect { component } = &verb {
         return inspect::inspect(&global, component).await;
@@ -181,5 +185,6 @@ async fn run_verb(call: &Call, verb: &Verb) -> Outcome {
         Verb::Trial { request } => verbs::trial(call, request).await,
         Verb::HasImage { image } => verbs::has_image(call, image).await,
         Verb::Conformance(_) => Err(Failure::input("conformance loads the adapter itself")),
+        Verb::Grants(_) => Err(Failure::input("grants takes no adapter")),
     }
 }

@@ -1,0 +1,646 @@
+//! `pando-host grants rbac`: the RBAC objects exactly the grants need, as
+//! YAML, so that the RBAC file is generated from the grants and never kept
+//! by hand beside them (docs/grants.md, "RBAC from the grants").
+//!
+//! Where each grant rule lands:
+//! - cluster-scoped rules and rules for every namespace (`*`): the
+//!   ClusterRole `NAME`, bound cluster-wide to the identity;
+//! - rules for namespace patterns (`pando-*`), and for exact namespaces such
+//!   a pattern matches (the adapter makes them): the ClusterRole
+//!   `NAME-namespace`, which the adapter binds to itself in each namespace it
+//!   makes (RBAC has no namespace patterns);
+//! - rules for other exact namespaces (`pando-system`): a Role `NAME-NS`
+//!   there, and its RoleBinding;
+//! - the adapter's first write in a namespace it made, its own RoleBinding,
+//!   comes before any binding there: `create` on RoleBindings of a pattern
+//!   rule is cluster-wide, with `bind` on the roles the object rules let it
+//!   bind (`kubernetes.objects.role_bindings`).
+//!
+//! RBAC has no patterns and no exceptions: where a grant has them RBAC
+//! allows more (every name, every namespace the role is bound in) and the
+//! host narrows each request to the grants.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use pando_host::grants::check::pattern_matches;
+use pando_host::grants::objects::schema::Subject;
+use pando_host::grants::rbac::{RbacResource, RbacRule, is_exact};
+use pando_host::grants::request::Verb;
+use pando_host::grants::{KubernetesGrants, Rule};
+
+/// Verbs in the order RBAC rules list them: the grants' verbs, then
+/// `bind`, RBAC's own.
+fn verbs() -> impl Iterator<Item = &'static str> {
+    Verb::ALL.into_iter().map(Verb::as_str).chain(["bind"])
+}
+
+fn verb_name(rank: usize) -> &'static str {
+    verbs().nth(rank).unwrap_or("bind")
+}
+
+/// The RBAC API group, as bindings and subjects name it.
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// What to generate for.
+#[derive(Debug, Clone)]
+pub struct RbacOptions {
+    /// The roles' and bindings' name; the namespace role is `NAME-namespace`.
+    pub name: String,
+    /// Who the bindings name: the adapter's identity.
+    pub subjects: Vec<Subject>,
+    /// Print this ServiceAccount too (it is the identity).
+    pub service_account: Option<Subject>,
+    /// The command line that generated it, for the header.
+    pub command: String,
+}
+
+/// Where a permission lands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Home {
+    /// The ClusterRole `NAME`, bound cluster-wide.
+    Cluster,
+    /// The ClusterRole `NAME-namespace`, bound by the adapter per namespace.
+    PerNamespace,
+    /// A Role `NAME` in this namespace.
+    Role(String),
+}
+
+/// Verbs on one resource (and names) in one home, and the grant rules they
+/// come from.
+#[derive(Debug)]
+struct Entry {
+    home: Home,
+    resource: RbacResource,
+    names: Vec<String>,
+    verbs: BTreeSet<usize>,
+    sources: BTreeSet<usize>,
+}
+
+/// The RBAC permissions of the grants, by home, in the order written.
+#[derive(Debug, Default)]
+struct Plan {
+    entries: Vec<Entry>,
+    /// The roles bound with `bind` (the object rules' roles), when the
+    /// grants write bindings at all.
+    bind: Vec<String>,
+}
+
+impl Plan {
+    fn add(
+        &mut self,
+        home: Home,
+        resource: &RbacResource,
+        names: &[String],
+        verb: &str,
+        rule: usize,
+    ) {
+        let Some(v) = verbs().position(|x| x == verb) else {
+            return;
+        };
+        let i = match self
+            .entries
+            .iter()
+            .position(|e| e.home == home && &e.resource == resource && e.names == names)
+        {
+            Some(i) => i,
+            None => {
+                self.entries.push(Entry {
+                    home,
+                    resource: resource.clone(),
+                    names: names.to_vec(),
+                    verbs: BTreeSet::new(),
+                    sources: BTreeSet::new(),
+                });
+                self.entries.len() - 1
+            }
+        };
+        self.entries[i].verbs.insert(v);
+        self.entries[i].sources.insert(rule);
+    }
+
+    fn homes(&self) -> Vec<Home> {
+        let mut homes = vec![];
+        for e in &self.entries {
+            if !homes.contains(&e.home) {
+                homes.push(e.home.clone());
+            }
+        }
+        if !self.bind.is_empty() && !homes.contains(&Home::Cluster) {
+            homes.push(Home::Cluster);
+        }
+        // The cluster role, the namespace role, then each namespace's Role.
+        homes.sort_by_key(|h| match h {
+            Home::Cluster => 0,
+            Home::PerNamespace => 1,
+            Home::Role(_) => 2,
+        });
+        homes
+    }
+}
+
+/// Whether an exact namespace is one of the adapter's own: matched by a
+/// pattern rule, not excepted there.
+fn made_by_adapter(grants: &KubernetesGrants, ns: &str) -> bool {
+    grants.rules.iter().any(|r| {
+        r.namespaces
+            .iter()
+            .any(|p| !is_exact(p) && p != "*" && pattern_matches(p, ns))
+            && !r.except.iter().any(|p| pattern_matches(p, ns))
+    })
+}
+
+fn is_binding(resource: &RbacResource) -> bool {
+    resource.api_group == RBAC_GROUP
+        && matches!(
+            resource.resource.as_str(),
+            "rolebindings" | "clusterrolebindings"
+        )
+}
+
+fn plan_rule(grants: &KubernetesGrants, rule: &RbacRule<'_>, plan: &mut Plan) {
+    let names: Vec<String> =
+        if !rule.rule.names.is_empty() && rule.rule.names.iter().all(|n| is_exact(n)) {
+            rule.rule.names.clone()
+        } else {
+            vec![]
+        };
+    for resource in &rule.resources {
+        for verb in &rule.verbs {
+            if rule.rule.cluster {
+                // RBAC never allows a create by name: it has none yet.
+                let names = if *verb == "create" {
+                    &[][..]
+                } else {
+                    &names[..]
+                };
+                plan.add(Home::Cluster, resource, names, verb, rule.index);
+                continue;
+            }
+            if rule.all_namespaces() {
+                plan.add(Home::Cluster, resource, &[], verb, rule.index);
+                continue;
+            }
+            for ns in &rule.rule.namespaces {
+                let home = if !is_exact(ns) || made_by_adapter(grants, ns) {
+                    if *verb == "create" && resource.resource == "rolebindings" {
+                        // Its own binding comes first in a namespace it made.
+                        Home::Cluster
+                    } else {
+                        Home::PerNamespace
+                    }
+                } else {
+                    Home::Role(ns.clone())
+                };
+                plan.add(home, resource, &[], verb, rule.index);
+            }
+        }
+    }
+}
+
+fn plan(grants: &KubernetesGrants) -> Plan {
+    let mut plan = Plan::default();
+    let mut writes_bindings = false;
+    for rule in grants.rbac_rules() {
+        writes_bindings |= rule.resources.iter().any(is_binding)
+            && rule
+                .verbs
+                .iter()
+                .any(|v| matches!(*v, "create" | "update" | "patch"));
+        plan_rule(grants, &rule, &mut plan);
+    }
+    if writes_bindings {
+        plan.bind = grants
+            .objects
+            .role_bindings
+            .iter()
+            .map(|b| b.role.clone())
+            .collect();
+    }
+    plan
+}
+
+/// A scalar: plain when YAML reads it back as the same string, else quoted.
+fn scalar(s: &str) -> String {
+    let plain = s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b':' | b'/'))
+        && s.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+        && !matches!(
+            s.to_ascii_lowercase().as_str(),
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n"
+        );
+    if plain { s.to_string() } else { quoted(s) }
+}
+
+/// A double-quoted scalar (a JSON string is one).
+fn quoted(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+fn flow(items: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    let items: Vec<String> = items.into_iter().map(|s| quoted(s.as_ref())).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// What a grant rule narrows that RBAC cannot (`namespaces pando-*
+/// except pando-system`, `names pando-*`, `namespace pando-edge`), if
+/// anything.
+fn narrowing(rule: &Rule, home: &Home) -> Option<String> {
+    let plural = |one: &str, list: &[String]| {
+        let s = if list.len() == 1 { "" } else { "s" };
+        format!("{one}{s} {}", list.join(", "))
+    };
+    let scope = match home {
+        Home::PerNamespace if rule.namespaces.iter().all(|n| is_exact(n)) => {
+            Some(plural("namespace", &rule.namespaces))
+        }
+        Home::Cluster if !rule.cluster && !rule.namespaces.iter().any(|n| n == "*") => {
+            Some(plural("namespace", &rule.namespaces))
+        }
+        _ if rule.names.iter().any(|n| !is_exact(n)) => Some(plural("name", &rule.names)),
+        _ => None,
+    };
+    let except = (!rule.except.is_empty() && !matches!(home, Home::PerNamespace))
+        .then(|| format!("except {}", rule.except.join(", ")));
+    match (scope, except) {
+        (Some(s), Some(e)) => Some(format!("{s} {e}")),
+        (s, e) => s.or(e),
+    }
+}
+
+/// The comment naming the grant rules an RBAC rule comes from, and what the
+/// host narrows.
+fn sources(grants: &KubernetesGrants, sources: &BTreeSet<usize>, home: &Home) -> String {
+    let list: Vec<String> = sources.iter().map(|i| format!("[{i}]")).collect();
+    let mut out = format!("# kubernetes.rules{}", list.join(", "));
+    let narrowed: Vec<String> = sources
+        .iter()
+        .filter_map(|i| narrowing(grants.rules.get(*i)?, home).map(|n| format!("[{i}] to {n}")))
+        .collect();
+    if !narrowed.is_empty() {
+        out += &format!("; the host narrows {}", narrowed.join("; "));
+    }
+    out
+}
+
+/// The `rules:` of one role: entries with the same group, names and verbs
+/// share a rule.
+fn role_rules(grants: &KubernetesGrants, plan: &Plan, home: &Home, bind: &[String]) -> String {
+    let mut groups: Vec<(usize, Vec<&Entry>)> = vec![];
+    for (i, e) in plan
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| &e.home == home)
+    {
+        match groups.iter_mut().find(|(_, g)| {
+            g[0].resource.api_group == e.resource.api_group
+                && g[0].names == e.names
+                && g[0].verbs == e.verbs
+        }) {
+            Some((_, g)) => g.push(e),
+            None => groups.push((i, vec![e])),
+        }
+    }
+    let mut out = String::from("rules:\n");
+    for (_, group) in &groups {
+        let first = group[0];
+        let from: BTreeSet<usize> = group
+            .iter()
+            .flat_map(|e| e.sources.iter().copied())
+            .collect();
+        let _ = writeln!(out, "- apiGroups: {}", flow([&first.resource.api_group]));
+        let _ = writeln!(out, "  {}", sources(grants, &from, home));
+        let _ = writeln!(
+            out,
+            "  resources: {}",
+            flow(group.iter().map(|e| &e.resource.resource))
+        );
+        let _ = writeln!(
+            out,
+            "  verbs: {}",
+            flow(first.verbs.iter().map(|v| verb_name(*v)))
+        );
+        if !first.names.is_empty() {
+            let _ = writeln!(out, "  resourceNames: {}", flow(&first.names));
+        }
+    }
+    if !bind.is_empty() {
+        let _ = writeln!(out, "- apiGroups: {}", flow([RBAC_GROUP]));
+        out.push_str(
+            "  # Binding a role needs `bind` on it: the roles kubernetes.objects.role_bindings names.\n",
+        );
+        let _ = writeln!(out, "  resources: {}", flow(["clusterroles"]));
+        let _ = writeln!(out, "  verbs: {}", flow(["bind"]));
+        let _ = writeln!(out, "  resourceNames: {}", flow(bind));
+    }
+    out
+}
+
+fn subjects(subjects: &[Subject]) -> String {
+    let mut out = String::from("subjects:\n");
+    for s in subjects {
+        if s.kind == "ServiceAccount" {
+            let _ = writeln!(out, "- kind: ServiceAccount\n  name: {}", scalar(&s.name));
+            let ns = s.namespace.as_deref().unwrap_or("default");
+            let _ = writeln!(out, "  namespace: {}", scalar(ns));
+        } else {
+            let _ = writeln!(
+                out,
+                "- apiGroup: {RBAC_GROUP}\n  kind: {}\n  name: {}",
+                scalar(&s.kind),
+                scalar(&s.name)
+            );
+        }
+    }
+    out
+}
+
+fn binding(kind: &str, name: &str, namespace: Option<&str>, role_kind: &str, who: &str) -> String {
+    let mut out = format!("apiVersion: {RBAC_GROUP}/v1\nkind: {kind}\nmetadata:\n");
+    let _ = writeln!(out, "  name: {}", scalar(name));
+    if let Some(ns) = namespace {
+        let _ = writeln!(out, "  namespace: {}", scalar(ns));
+    }
+    let _ = writeln!(
+        out,
+        "roleRef:\n  apiGroup: {RBAC_GROUP}\n  kind: {role_kind}\n  name: {}",
+        scalar(name)
+    );
+    out + who
+}
+
+fn role(kind: &str, name: &str, namespace: Option<&str>, rules: &str) -> String {
+    let mut out = format!("apiVersion: {RBAC_GROUP}/v1\nkind: {kind}\nmetadata:\n");
+    let _ = writeln!(out, "  name: {}", scalar(name));
+    if let Some(ns) = namespace {
+        let _ = writeln!(out, "  namespace: {}", scalar(ns));
+    }
+    out + rules
+}
+
+/// Whether the object rules let the adapter bind `role` to every subject.
+fn may_bind_itself(grants: &KubernetesGrants, role: &str, who: &[Subject]) -> bool {
+    grants
+        .objects
+        .role_bindings
+        .iter()
+        .any(|b| b.role == role && who.iter().all(|s| b.subjects.contains(s)))
+}
+
+/// The RBAC objects the grants need, as one YAML stream; and notes for the
+/// operator (what the grants leave for them to do).
+pub fn generate(grants: &KubernetesGrants, options: &RbacOptions) -> (String, Vec<String>) {
+    let plan = plan(grants);
+    let name = &options.name;
+    let ns_role = format!("{name}-namespace");
+    let who = subjects(&options.subjects);
+    let mut notes = vec![];
+    let mut docs: Vec<String> = vec![];
+    let mut header = format!(
+        "# Generated from the grants by `{}`:\n\
+         # do not edit; change the grants and generate it again (docs/grants.md, \"RBAC from the grants\").\n\
+         # Each rule names the grant rules it comes from. RBAC has no namespace or name patterns and no\n\
+         # exceptions: where a grant has them RBAC allows more, and the host narrows every request to the\n\
+         # grants.\n",
+        options.command
+    );
+    if let Some(sa) = &options.service_account {
+        let ns = sa.namespace.as_deref().unwrap_or("default");
+        let _ = write!(
+            header,
+            "# The adapter's identity.\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {}\n  namespace: {}\n",
+            scalar(&sa.name),
+            scalar(ns)
+        );
+        docs.push(std::mem::take(&mut header));
+    }
+    for home in plan.homes() {
+        match &home {
+            Home::Cluster => {
+                let mut doc = std::mem::take(&mut header);
+                doc.push_str(
+                    "# Cluster-wide: cluster-scoped objects, every namespace's, and the adapter's own binding\n\
+                     # in each namespace it makes (made before any role of its is bound there).\n",
+                );
+                doc += &role(
+                    "ClusterRole",
+                    name,
+                    None,
+                    &role_rules(grants, &plan, &home, &plan.bind),
+                );
+                docs.push(doc);
+                docs.push(binding(
+                    "ClusterRoleBinding",
+                    name,
+                    None,
+                    "ClusterRole",
+                    &who,
+                ));
+            }
+            Home::PerNamespace => {
+                let mut doc = std::mem::take(&mut header);
+                let bound = if may_bind_itself(grants, &ns_role, &options.subjects) {
+                    format!(
+                        "# The adapter binds it to itself (RoleBinding `{name}`) in each namespace it makes, as\n\
+                         # kubernetes.objects.role_bindings lets it. Never bound cluster-wide.\n"
+                    )
+                } else {
+                    notes.push(format!(
+                        "kubernetes.objects.role_bindings does not let the adapter bind `{ns_role}` to \
+                         its identity, so nothing binds it: bind it in each namespace the grants' \
+                         patterns name, or add {{role: {ns_role}, subjects: [its identity]}} there"
+                    ));
+                    format!(
+                        "# The grants do not let the adapter bind it (kubernetes.objects.role_bindings): bind it\n\
+                         # (RoleBinding `{name}`) in each such namespace. Never cluster-wide.\n"
+                    )
+                };
+                doc.push_str(
+                    "# Inside the namespaces the grants name by pattern, and the ones those patterns match.\n",
+                );
+                doc.push_str(&bound);
+                doc += &role(
+                    "ClusterRole",
+                    &ns_role,
+                    None,
+                    &role_rules(grants, &plan, &home, &[]),
+                );
+                docs.push(doc);
+            }
+            Home::Role(ns) => {
+                let mut doc = std::mem::take(&mut header);
+                // Named for its namespace: `NAME` there may be the adapter's own
+                // binding of its namespace role.
+                let role_name = format!("{name}-{ns}");
+                let _ = writeln!(doc, "# Inside `{ns}`, which the grants name exactly.");
+                doc += &role(
+                    "Role",
+                    &role_name,
+                    Some(ns),
+                    &role_rules(grants, &plan, &home, &[]),
+                );
+                docs.push(doc);
+                docs.push(binding("RoleBinding", &role_name, Some(ns), "Role", &who));
+            }
+        }
+    }
+    if docs.is_empty() {
+        notes.push("the grants allow no Kubernetes request: no RBAC is needed".into());
+        docs.push(header);
+    }
+    (docs.join("---\n"), notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
+    use pando_host::Grants;
+
+    fn generated(rules: &str, objects: &str) -> (String, Vec<String>) {
+        let doc = format!("kubernetes:\n  rules:\n{rules}  objects:\n{objects}");
+        let grants = Grants::from_text("t", &doc).expect("grants");
+        let options = RbacOptions {
+            name: "a".into(),
+            subjects: vec![Subject {
+                kind: "User".into(),
+                name: "me".into(),
+                namespace: None,
+            }],
+            service_account: None,
+            command: "pando-host grants rbac --grants t".into(),
+        };
+        generate(grants.kubernetes.as_ref().expect("kubernetes"), &options)
+    }
+
+    /// The documents, each as (kind, name, namespace, rules).
+    fn objects(yaml: &str) -> Vec<(String, String, Option<String>, Vec<PolicyRule>)> {
+        let mut out = vec![];
+        for doc in serde_yaml::Deserializer::from_str(yaml) {
+            let value: serde_json::Value = serde::Deserialize::deserialize(doc).expect("YAML");
+            let kind = value["kind"].as_str().unwrap_or_default().to_string();
+            let (name, ns, rules) = match kind.as_str() {
+                "ClusterRole" => {
+                    let r: ClusterRole = serde_json::from_value(value).expect("a ClusterRole");
+                    (r.metadata.name, None, r.rules.unwrap_or_default())
+                }
+                "Role" => {
+                    let r: Role = serde_json::from_value(value).expect("a Role");
+                    (
+                        r.metadata.name,
+                        r.metadata.namespace,
+                        r.rules.unwrap_or_default(),
+                    )
+                }
+                _ => (
+                    value["metadata"]["name"].as_str().map(str::to_string),
+                    value["metadata"]["namespace"].as_str().map(str::to_string),
+                    vec![],
+                ),
+            };
+            out.push((kind, name.unwrap_or_default(), ns, rules));
+        }
+        out
+    }
+
+    fn rule<'a>(rules: &'a [PolicyRule], resource: &str) -> &'a PolicyRule {
+        rules
+            .iter()
+            .find(|r| r.resources.iter().flatten().any(|x| x == resource))
+            .unwrap_or_else(|| panic!("no rule for {resource}: {rules:?}"))
+    }
+
+    #[test]
+    fn each_rule_lands_where_rbac_can_say_it() {
+        let (yaml, notes) = generated(
+            "  - {verbs: [get, list, create], resources: [pods, configmaps], namespaces: ['app-*']}\n  \
+             - {verbs: [get], resources: [apps/deployments], namespaces: [app-edge]}\n  \
+             - {verbs: [get, create], resources: [rbac.authorization.k8s.io/rolebindings], namespaces: ['app-*']}\n  \
+             - {verbs: [list, watch], resources: [pods], namespaces: ['*']}\n  \
+             - {verbs: [get, delete, create], resources: [namespaces], cluster: true, names: [app-one]}\n  \
+             - {verbs: [get], resources: [configmaps], namespaces: [home]}\n",
+            "    role_bindings:\n    - role: a-namespace\n      subjects: [{kind: User, name: me}]\n",
+        );
+        assert!(notes.is_empty(), "{notes:?}");
+        let objects = objects(&yaml);
+        let kinds: Vec<(&str, &str, Option<&str>)> = objects
+            .iter()
+            .map(|(k, n, ns, _)| (k.as_str(), n.as_str(), ns.as_deref()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("ClusterRole", "a", None),
+                ("ClusterRoleBinding", "a", None),
+                ("ClusterRole", "a-namespace", None),
+                ("Role", "a-home", Some("home")),
+                ("RoleBinding", "a-home", Some("home")),
+            ]
+        );
+        let cluster = &objects[0].3;
+        // Every namespace's pods; the adapter's own binding; bind on the role.
+        assert_eq!(rule(cluster, "pods").verbs, ["list", "watch"]);
+        assert_eq!(rule(cluster, "rolebindings").verbs, ["create"]);
+        let bind = rule(cluster, "clusterroles");
+        assert_eq!(
+            (&bind.verbs, &bind.resource_names),
+            (
+                &vec!["bind".to_string()],
+                &Some(vec!["a-namespace".to_string()])
+            )
+        );
+        // A named object: by name, but a create cannot be.
+        let named = cluster
+            .iter()
+            .filter(|r| r.resources.iter().flatten().any(|x| x == "namespaces"))
+            .map(|r| (r.verbs.clone(), r.resource_names.clone()))
+            .collect::<Vec<_>>();
+        assert_eq!(
+            named,
+            [
+                (
+                    vec!["get".to_string(), "delete".to_string()],
+                    Some(vec!["app-one".to_string()])
+                ),
+                (vec!["create".to_string()], None),
+            ]
+        );
+        // The pattern's rules, and the exact namespace it matches, per namespace.
+        let per_ns = &objects[2].3;
+        assert_eq!(
+            rule(per_ns, "pods").resources,
+            Some(vec!["pods".to_string(), "configmaps".to_string()])
+        );
+        assert_eq!(rule(per_ns, "deployments").verbs, ["get"]);
+        assert_eq!(rule(per_ns, "rolebindings").verbs, ["get"]);
+        // An exact namespace no pattern makes: a Role there.
+        assert_eq!(rule(&objects[3].3, "configmaps").verbs, ["get"]);
+        assert!(yaml.contains("# kubernetes.rules[0]\n"), "{yaml}");
+    }
+
+    #[test]
+    fn a_namespace_role_nothing_binds_is_said() {
+        let (yaml, notes) = generated(
+            "  - {verbs: [get], resources: [pods], namespaces: ['app-*']}\n",
+            "    pods: []\n",
+        );
+        assert!(
+            notes.len() == 1 && notes[0].contains("does not let the adapter bind `a-namespace`"),
+            "{notes:?}"
+        );
+        assert!(
+            yaml.contains("The grants do not let the adapter bind it"),
+            "{yaml}"
+        );
+    }
+
+    #[test]
+    fn odd_names_are_quoted() {
+        assert_eq!(scalar("pando-adapter"), "pando-adapter");
+        assert_eq!(scalar("123"), "\"123\"");
+        assert_eq!(scalar("true"), "\"true\"");
+        assert_eq!(scalar("a b"), "\"a b\"");
+    }
+}
