@@ -303,7 +303,8 @@ async fn o43_health_passes_where_networkpolicy_is_enforced() {
 /// The whole conformance suite on the real node, with no environment standing in for the runtime:
 /// every case runs for real and passes, none skipped. The cases that skip on KWOK without an
 /// environment (C-INFO-03's canary, C-LOGS-01 and C-STOP-01's workload that exits, C-VOL-01's
-/// provisioned volume) are shown here, on containers, a pod network and `pando-local` storage.
+/// provisioned volume) are shown here, on containers, a pod network and `pando-local` storage;
+/// with the node's egress gateway, egress restriction is declared and held to as well.
 #[tokio::test]
 async fn every_conformance_case_runs_for_real_and_passes_on_the_real_node() {
     use pando_conformance::{Options, Target};
@@ -315,7 +316,11 @@ async fn every_conformance_case_runs_for_real_and_passes_on_the_real_node() {
         .expect("a client for the pando identity");
     let mut config: serde_json::Value =
         serde_json::from_str(node::ADAPTER_CONFIG).expect("the real node's configuration");
+    // Storage the node provisions (C-VOL-01), and the node's egress gateway, so that egress
+    // restriction is declared and C-CAP-04 applies a restricted plan rather than checking only
+    // `unsupported`.
     config["storage_class"] = serde_json::json!("pando-local");
+    config["egress_gateway_image"] = serde_json::json!("pando.test/gateway:1");
     let target = Target {
         host: pando_host::Host::builder()
             .cache_dir(pando_tests::probe::shared_cache())
