@@ -104,7 +104,7 @@ impl Notes {
     }
 
     /// The case checked only that `cap`, not declared, is refused:
-    /// `answered` says how (`answered \`unsupported\` as required`). A pass
+    /// `answered` says how (`` answered `unsupported` as required ``). A pass
     /// then says so in place of the case's name, which claims the feature
     /// works.
     pub(crate) fn not_declared(&mut self, cap: Capability, answered: &str) {

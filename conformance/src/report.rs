@@ -53,8 +53,8 @@ pub struct CaseResult {
     pub outcome: Outcome,
     /// For a pass that checked less than `name` says, what it did check:
     /// a capability not declared, whose call answered `unsupported` as
-    /// required (`exec: not declared; answered \`unsupported\` as
-    /// required`). The case's line shows it in place of the name.
+    /// required (`` exec: not declared; answered `unsupported` as
+    /// required ``). The case's line shows it in place of the name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claim: Option<String>,
     /// How long it took, its set-up included.
