@@ -6,6 +6,7 @@
 pub mod check;
 pub mod rbac;
 pub mod report;
+mod yaml;
 
 use clap::{Args, Subcommand};
 use pando_host::grants::KubernetesGrants;

@@ -27,6 +27,8 @@ use pando_host::grants::check::pattern_matches;
 use pando_host::grants::objects::schema::Subject;
 use pando_host::grants::rbac::{RbacResource, RbacRule, is_exact};
 use pando_host::grants::request::Verb;
+
+use super::yaml::{RBAC_GROUP, binding, flow, role, scalar, subjects};
 use pando_host::grants::{KubernetesGrants, Rule};
 
 /// Verbs in the order RBAC rules list them: the grants' verbs, then
@@ -38,9 +40,6 @@ fn verbs() -> impl Iterator<Item = &'static str> {
 fn verb_name(rank: usize) -> &'static str {
     verbs().nth(rank).unwrap_or("bind")
 }
-
-/// The RBAC API group, as bindings and subjects name it.
-const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// What to generate for.
 #[derive(Debug, Clone)]
@@ -220,29 +219,6 @@ fn plan(grants: &KubernetesGrants) -> Plan {
     plan
 }
 
-/// A scalar: plain when YAML reads it back as the same string, else quoted.
-fn scalar(s: &str) -> String {
-    let plain = s
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b':' | b'/'))
-        && s.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
-        && !matches!(
-            s.to_ascii_lowercase().as_str(),
-            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n"
-        );
-    if plain { s.to_string() } else { quoted(s) }
-}
-
-/// A double-quoted scalar (a JSON string is one).
-fn quoted(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string()
-}
-
-fn flow(items: impl IntoIterator<Item = impl AsRef<str>>) -> String {
-    let items: Vec<String> = items.into_iter().map(|s| quoted(s.as_ref())).collect();
-    format!("[{}]", items.join(", "))
-}
-
 /// What a grant rule narrows that RBAC cannot (`namespaces pando-*
 /// except pando-system`, `names pando-*`, `namespace pando-edge`), if
 /// anything.
@@ -336,48 +312,6 @@ fn role_rules(grants: &KubernetesGrants, plan: &Plan, home: &Home, bind: &[Strin
         let _ = writeln!(out, "  resourceNames: {}", flow(bind));
     }
     out
-}
-
-fn subjects(subjects: &[Subject]) -> String {
-    let mut out = String::from("subjects:\n");
-    for s in subjects {
-        if s.kind == "ServiceAccount" {
-            let _ = writeln!(out, "- kind: ServiceAccount\n  name: {}", scalar(&s.name));
-            let ns = s.namespace.as_deref().unwrap_or("default");
-            let _ = writeln!(out, "  namespace: {}", scalar(ns));
-        } else {
-            let _ = writeln!(
-                out,
-                "- apiGroup: {RBAC_GROUP}\n  kind: {}\n  name: {}",
-                scalar(&s.kind),
-                scalar(&s.name)
-            );
-        }
-    }
-    out
-}
-
-fn binding(kind: &str, name: &str, namespace: Option<&str>, role_kind: &str, who: &str) -> String {
-    let mut out = format!("apiVersion: {RBAC_GROUP}/v1\nkind: {kind}\nmetadata:\n");
-    let _ = writeln!(out, "  name: {}", scalar(name));
-    if let Some(ns) = namespace {
-        let _ = writeln!(out, "  namespace: {}", scalar(ns));
-    }
-    let _ = writeln!(
-        out,
-        "roleRef:\n  apiGroup: {RBAC_GROUP}\n  kind: {role_kind}\n  name: {}",
-        scalar(name)
-    );
-    out + who
-}
-
-fn role(kind: &str, name: &str, namespace: Option<&str>, rules: &str) -> String {
-    let mut out = format!("apiVersion: {RBAC_GROUP}/v1\nkind: {kind}\nmetadata:\n");
-    let _ = writeln!(out, "  name: {}", scalar(name));
-    if let Some(ns) = namespace {
-        let _ = writeln!(out, "  namespace: {}", scalar(ns));
-    }
-    out + rules
 }
 
 /// Whether the object rules let the adapter bind `role` to every subject.
@@ -634,13 +568,5 @@ mod tests {
             yaml.contains("The grants do not let the adapter bind it"),
             "{yaml}"
         );
-    }
-
-    #[test]
-    fn odd_names_are_quoted() {
-        assert_eq!(scalar("pando-adapter"), "pando-adapter");
-        assert_eq!(scalar("123"), "\"123\"");
-        assert_eq!(scalar("true"), "\"true\"");
-        assert_eq!(scalar("a b"), "\"a b\"");
     }
 }
