@@ -1,23 +1,32 @@
-//! A typed Kubernetes client over the host's Kubernetes import.
+//! A typed Kubernetes client over the host's Kubernetes import, on
+//! [`kube_core`], kube-rs's IO-free crate.
 //!
 //! Objects are [`k8s_openapi`] types (re-exported here, Kubernetes 1.36:
 //! use this re-export rather than a dependency of your own, so the version
-//! features agree). [`Api<K>`] builds every path from the kind
-//! (`/api/v1/…` for the core group, `/apis/{group}/{version}/…` else),
-//! checks names before sending, and decodes answers; a failed call is a
-//! [`KubeError`], which `?` turns into the contract's
-//! [`Error`].
+//! features agree), or, for custom resources and kinds known only at run
+//! time, [`DynamicObject`]s over an [`ApiResource`]. [`Api<K>`] builds its
+//! requests with [`kube_core::Request`] (the paths, the query of
+//! [`ListParams`], [`PostParams`], [`PatchParams`], [`DeleteParams`],
+//! [`WatchParams`]) and hands them to the host; it checks names before
+//! sending and decodes answers. A failed call is a [`KubeError`], which `?`
+//! turns into the contract's [`Error`]. What a kube-rs author reaches for
+//! is here under kube-rs's names: [`ResourceExt`] (`name_any`, `labels`,
+//! …), [`PartialObjectMeta`] and [`ObjectList`] from
+//! [`get_metadata`](Api::get_metadata) and
+//! [`list_metadata`](Api::list_metadata), [`Api::create_json`], a
+//! [`watcher`] that lists again and backs off, and [`wait_for_deletion`];
+//! the rest of kube-core is at [`kube_core`].
 //!
 //! ```no_run
 //! use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{ConfigMap, Pod};
-//! use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams, Patch, PatchParams};
+//! use pando_adapter_sdk::kube::{Api, DeleteParams, ListParams, Patch, PatchParams, ResourceExt};
 //! use pando_adapter_sdk::types::Error;
 //!
 //! fn example() -> Result<(), Error> {
 //!     let pods = Api::<Pod>::namespaced("pando-x");
 //!     let web = pods.get("web")?;
 //!     let running = pods.list(&ListParams::default().fields("status.phase=Running"))?;
-//!     println!("{:?}: {} running", web.metadata.name, running.items.len());
+//!     println!("{}: {} running", web.name_any(), running.items.len());
 //!
 //!     let configs = Api::<ConfigMap>::namespaced("pando-x");
 //!     let patch = serde_json::json!({
@@ -32,6 +41,9 @@
 //! ```
 //!
 //! # Watching
+//!
+//! [`watcher`] does all of the below (and backs off on transient
+//! failures); by hand, with [`Api::watch`]:
 //!
 //! ```no_run
 //! use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::Pod;
@@ -74,27 +86,36 @@
 //! [`Api::delete`] answers `Ok(())` once the API server accepted the
 //! deletion, and a 404 as an error ([`KubeError::is_not_found`]);
 //! [`Api::delete_opt`] answers `Ok(false)` instead. Neither returns the
-//! object or the `Status` the server sent back.
+//! object or the `Status` the server sent back; [`wait_for_deletion`]
+//! waits for the object to be gone.
 //!
 //! The raw import stays at [`crate::kubernetes`], for requests this client
 //! does not make.
 
 mod api;
 pub mod budget;
+mod calls;
 mod error;
 mod params;
+mod request;
 mod watch;
+pub mod watcher;
 
-pub use api::{Api, Scope};
+pub use api::{Api, Listed, Scope};
 pub use budget::set_budget;
 pub use error::KubeError;
-pub use k8s_openapi;
 pub use k8s_openapi::{ClusterResourceScope, List, NamespaceResourceScope, Resource};
+pub use kube_core::{
+    ApiResource, DynamicObject, GroupVersionKind, ObjectList, PartialObjectMeta, ResourceExt,
+    TypeMeta,
+};
 pub use params::{
-    DeleteParams, ExecParams, ListParams, LogParams, Patch, PatchParams, PostParams,
+    DeleteParams, ExecParams, ListParams, LogParams, Patch, PatchParams, PostParams, Preconditions,
     PropagationPolicy, WatchParams,
 };
 pub use watch::{WatchEnd, WatchEvent, WatchStream};
+pub use watcher::{Backoff, Event as WatcherEvent, Watcher, wait_for_deletion, watcher};
+pub use {k8s_openapi, kube_core};
 
 use crate::kubernetes as raw;
 use crate::types::{Error, InputStream, OutputStream, TerminalSize};

@@ -1,4 +1,8 @@
-//! The parameters of the typed calls, and the query each one sends.
+//! The parameters of the typed calls. Where kube-core's parameters are the
+//! SDK's (`PostParams`, `PatchParams`, `DeleteParams`) they are re-exported
+//! from [`kube_core::params`]; [`ListParams`], [`WatchParams`] and [`Patch`]
+//! keep the SDK's fields and variants and become kube-core's when a request
+//! is built. Logs and exec are the host's own requests.
 
 use serde::Serialize;
 
@@ -6,15 +10,18 @@ use super::KubeError;
 use crate::kubernetes as raw;
 use crate::types::LogOptions;
 
-/// A query as the raw import takes it: pairs, unencoded.
-pub(crate) type Query = Vec<(String, String)>;
-
-fn push(query: &mut Query, key: &str, value: impl ToString) {
-    query.push((key.to_string(), value.to_string()));
-}
+pub use kube_core::params::{
+    DeleteParams, PatchParams, PostParams, Preconditions, PropagationPolicy,
+};
 
 /// Which objects a [`list`](super::Api::list) (or
-/// [`delete_collection`](super::Api::delete_collection)) takes, and how many.
+/// [`delete_collection`](super::Api::delete_collection), which takes only
+/// the selectors) takes, and how many.
+///
+/// kube-core's [`ListParams`](kube_core::params::ListParams) under the
+/// SDK's field names; it becomes that when the request is built, and so
+/// follows its rules: a `resource_version` is not sent with a `continue`
+/// token, nor `"0"` with a `limit` (the API server would ignore the limit).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ListParams {
     /// `labelSelector`, e.g. `app=web,tier!=cache`.
@@ -28,7 +35,9 @@ pub struct ListParams {
     pub continue_token: Option<String>,
     /// `resourceVersion`: `"0"` lets the server answer from its cache.
     pub resource_version: Option<String>,
-    /// `timeoutSeconds`: the server gives up after this long.
+    /// Kept for source compatibility, and not sent: kube-core no longer
+    /// sends `timeoutSeconds` with a list (it has no effect there); a
+    /// watch's is [`WatchParams::timeout_seconds`].
     pub timeout_seconds: Option<u32>,
 }
 
@@ -68,56 +77,37 @@ impl ListParams {
         self
     }
 
-    /// The query it sends.
-    pub(crate) fn query(&self) -> Query {
-        let mut q = Query::new();
-        if let Some(s) = &self.label_selector {
-            push(&mut q, "labelSelector", s);
-        }
-        if let Some(s) = &self.field_selector {
-            push(&mut q, "fieldSelector", s);
-        }
-        if let Some(n) = self.limit {
-            push(&mut q, "limit", n);
-        }
-        if let Some(t) = &self.continue_token {
-            push(&mut q, "continue", t);
-        }
-        if let Some(v) = &self.resource_version {
-            push(&mut q, "resourceVersion", v);
-        }
-        if let Some(t) = self.timeout_seconds {
-            push(&mut q, "timeoutSeconds", t);
-        }
-        q
+    /// List at any resource version (`"0"`), kube-rs's spelling: the API
+    /// server, or the host's watch-fed cache, may answer from a cache.
+    #[must_use]
+    pub fn match_any(self) -> Self {
+        self.resource_version("0")
     }
 }
 
-/// How a [`create`](super::Api::create) or [`replace`](super::Api::replace)
-/// is made.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PostParams {
-    /// `dryRun=All`: validate and answer, persist nothing.
-    pub dry_run: bool,
-    /// `fieldManager`: who owns the fields written.
-    pub field_manager: Option<String>,
-}
-
-impl PostParams {
-    /// The query it sends.
-    pub(crate) fn query(&self) -> Query {
-        let mut q = Query::new();
-        if self.dry_run {
-            push(&mut q, "dryRun", "All");
+impl From<&ListParams> for kube_core::params::ListParams {
+    fn from(lp: &ListParams) -> Self {
+        kube_core::params::ListParams {
+            label_selector: lp.label_selector.clone(),
+            field_selector: lp.field_selector.clone(),
+            limit: lp.limit,
+            continue_token: lp.continue_token.clone(),
+            version_match: None,
+            resource_version: lp.resource_version.clone(),
+            ..kube_core::params::ListParams::default()
         }
-        if let Some(m) = &self.field_manager {
-            push(&mut q, "fieldManager", m);
-        }
-        q
     }
 }
 
 /// A patch and its strategy; the strategy is the request's content type.
+///
+/// Every variant takes any serializable value (a `serde_json::Value`, a
+/// k8s-openapi object). It becomes kube-core's
+/// [`Patch`](kube_core::params::Patch) when the request is built, but for
+/// [`Patch::Json`]: kube-core's takes a `json_patch::Patch` behind a
+/// feature and a crate of its own, so the SDK sends the array of
+/// operations itself, as kube-core builds a merge patch, with the JSON
+/// patch's content type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Patch<P: Serialize> {
     /// Server-side apply (`application/apply-patch+yaml`): the fields the
@@ -144,176 +134,47 @@ impl<P: Serialize> Patch<P> {
         }
     }
 
-    /// The body: the patch as JSON (a JSON patch must be an array).
-    pub(crate) fn body(&self) -> Result<Vec<u8>, KubeError> {
-        let (Patch::Apply(p) | Patch::Json(p) | Patch::Merge(p) | Patch::Strategic(p)) = self;
-        let value = serde_json::to_value(p)
-            .map_err(|e| KubeError::InvalidRequest(format!("the patch does not serialize: {e}")))?;
-        if matches!(self, Patch::Json(_)) && !value.is_array() {
-            return Err(KubeError::InvalidRequest(
-                "a JSON patch is an array of operations".into(),
-            ));
-        }
-        serde_json::to_vec(&value)
-            .map_err(|e| KubeError::InvalidRequest(format!("the patch does not serialize: {e}")))
-    }
-}
-
-/// How a [`patch`](super::Api::patch) is made.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PatchParams {
-    /// `dryRun=All`: validate and answer, persist nothing.
-    pub dry_run: bool,
-    /// `force=true`: server-side apply takes fields other managers own.
-    /// Only with [`Patch::Apply`].
-    pub force: bool,
-    /// `fieldManager`: who owns the fields written; required by
-    /// [`Patch::Apply`].
-    pub field_manager: Option<String>,
-}
-
-impl PatchParams {
-    /// Parameters for server-side apply by `manager`.
-    pub fn apply(manager: &str) -> Self {
-        PatchParams {
-            field_manager: Some(manager.into()),
-            ..PatchParams::default()
-        }
-    }
-
-    /// Take fields other managers own (server-side apply only).
-    #[must_use]
-    pub fn force(mut self) -> Self {
-        self.force = true;
-        self
-    }
-
-    /// Validate and answer, persist nothing.
-    #[must_use]
-    pub fn dry_run(mut self) -> Self {
-        self.dry_run = true;
-        self
-    }
-
-    /// The query it sends with `patch`, checked against the patch's
-    /// strategy.
-    pub(crate) fn query<P: Serialize>(&self, patch: &Patch<P>) -> Result<Query, KubeError> {
-        let apply = matches!(patch, Patch::Apply(_));
-        if apply && self.field_manager.as_deref().is_none_or(str::is_empty) {
-            return Err(KubeError::InvalidRequest(
-                "server-side apply needs a field manager (PatchParams::apply)".into(),
-            ));
-        }
-        if self.force && !apply {
-            return Err(KubeError::InvalidRequest(
-                "force is only for server-side apply".into(),
-            ));
-        }
-        let mut q = Query::new();
-        if self.dry_run {
-            push(&mut q, "dryRun", "All");
-        }
-        if self.force {
-            push(&mut q, "force", "true");
-        }
-        if let Some(m) = &self.field_manager {
-            push(&mut q, "fieldManager", m);
-        }
-        Ok(q)
-    }
-}
-
-/// What happens to the dependents of a deleted object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PropagationPolicy {
-    /// The object goes once its dependents are gone.
-    Foreground,
-    /// The object goes now; the garbage collector removes its dependents.
-    Background,
-    /// The dependents stay, without an owner.
-    Orphan,
-}
-
-impl PropagationPolicy {
-    /// Its name in the API.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PropagationPolicy::Foreground => "Foreground",
-            PropagationPolicy::Background => "Background",
-            PropagationPolicy::Orphan => "Orphan",
-        }
-    }
-}
-
-/// How a [`delete`](super::Api::delete) is made. Sent as query
-/// parameters.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeleteParams {
-    /// `dryRun=All`: validate and answer, delete nothing.
-    pub dry_run: bool,
-    /// `gracePeriodSeconds`: how long the object may take to end (0 is
-    /// now).
-    pub grace_period_seconds: Option<u32>,
-    /// `propagationPolicy`; none is the kind's default.
-    pub propagation_policy: Option<PropagationPolicy>,
-}
-
-impl DeleteParams {
-    /// Delete dependents first, then the object.
-    pub fn foreground() -> Self {
-        DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Foreground),
-            ..DeleteParams::default()
-        }
-    }
-
-    /// Delete the object now and its dependents in the background.
-    pub fn background() -> Self {
-        DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Background),
-            ..DeleteParams::default()
-        }
-    }
-
-    /// Delete the object and leave its dependents.
-    pub fn orphan() -> Self {
-        DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Orphan),
-            ..DeleteParams::default()
-        }
-    }
-
-    /// Give the object `seconds` to end.
-    #[must_use]
-    pub fn grace_period(mut self, seconds: u32) -> Self {
-        self.grace_period_seconds = Some(seconds);
-        self
-    }
-
-    /// Validate and answer, delete nothing.
-    #[must_use]
-    pub fn dry_run(mut self) -> Self {
-        self.dry_run = true;
-        self
-    }
-
-    /// The query it sends.
-    pub(crate) fn query(&self) -> Query {
-        let mut q = Query::new();
-        if self.dry_run {
-            push(&mut q, "dryRun", "All");
-        }
-        if let Some(s) = self.grace_period_seconds {
-            push(&mut q, "gracePeriodSeconds", s);
-        }
-        if let Some(p) = self.propagation_policy {
-            push(&mut q, "propagationPolicy", p.as_str());
-        }
-        q
+    /// kube-core's patch to build the request with (its content type is
+    /// then set from [`content_type`](Self::content_type)), checked against
+    /// `pp` where kube-core does not: server-side apply needs a field
+    /// manager, a JSON patch is an array.
+    pub(crate) fn to_core(
+        &self,
+        pp: &PatchParams,
+    ) -> Result<kube_core::params::Patch<&P>, KubeError> {
+        use kube_core::params::Patch as Core;
+        Ok(match self {
+            Patch::Apply(p) => {
+                if pp.field_manager.as_deref().is_none_or(str::is_empty) {
+                    return Err(KubeError::InvalidRequest(
+                        "server-side apply needs a field manager (PatchParams::apply)".into(),
+                    ));
+                }
+                Core::Apply(p)
+            }
+            Patch::Json(p) => {
+                let value = serde_json::to_value(p).map_err(|e| {
+                    KubeError::InvalidRequest(format!("the patch does not serialize: {e}"))
+                })?;
+                if !value.is_array() {
+                    return Err(KubeError::InvalidRequest(
+                        "a JSON patch is an array of operations".into(),
+                    ));
+                }
+                Core::Merge(p)
+            }
+            Patch::Merge(p) => Core::Merge(p),
+            Patch::Strategic(p) => Core::Strategic(p),
+        })
     }
 }
 
 /// Which changes a [`watch`](super::Api::watch) reports.
+///
+/// kube-core's [`WatchParams`](kube_core::params::WatchParams) under the
+/// SDK's field names; it becomes that when the request is built, but for
+/// the timeout: none leaves it to the API server, where kube-core would
+/// ask for 290 seconds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WatchParams {
     /// Only objects whose labels match.
@@ -361,16 +222,24 @@ impl WatchParams {
         self
     }
 
-    /// The raw watch request for the collection at `path`, from
-    /// `resource_version` (empty: from now).
-    pub(crate) fn request(&self, path: String, resource_version: &str) -> raw::WatchRequest {
-        raw::WatchRequest {
-            path,
+    /// The same selectors as a list's, to list what a watch then follows.
+    pub(crate) fn list_params(&self) -> ListParams {
+        ListParams {
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
-            resource_version: (!resource_version.is_empty()).then(|| resource_version.into()),
-            allow_bookmarks: self.bookmarks,
-            timeout_seconds: self.timeout_seconds,
+            ..ListParams::default()
+        }
+    }
+}
+
+impl From<&WatchParams> for kube_core::params::WatchParams {
+    fn from(wp: &WatchParams) -> Self {
+        kube_core::params::WatchParams {
+            label_selector: wp.label_selector.clone(),
+            field_selector: wp.field_selector.clone(),
+            timeout: wp.timeout_seconds,
+            bookmarks: wp.bookmarks,
+            send_initial_events: false,
         }
     }
 }
@@ -462,144 +331,68 @@ impl ExecParams {
 mod tests {
     use super::*;
 
-    fn q(pairs: &[(&str, &str)]) -> Query {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
-            .collect()
-    }
-
     #[test]
-    fn list_query() {
-        assert!(ListParams::default().query().is_empty());
+    fn list_params_become_kube_cores() {
+        let core = kube_core::params::ListParams::from(&ListParams::default());
+        assert_eq!(core, kube_core::params::ListParams::default());
         let lp = ListParams::default()
-            .labels("app=web,tier!=cache")
+            .labels("app=web")
             .fields("status.phase=Running")
             .limit(50)
-            .continue_token("abc")
-            .resource_version("0");
+            .continue_token("abc");
+        let core = kube_core::params::ListParams::from(&lp);
+        assert_eq!(core.label_selector.as_deref(), Some("app=web"));
+        assert_eq!(core.field_selector.as_deref(), Some("status.phase=Running"));
+        assert_eq!(core.limit, Some(50));
+        assert_eq!(core.continue_token.as_deref(), Some("abc"));
+        let any = ListParams::default().match_any();
+        assert_eq!(any, ListParams::default().resource_version("0"));
         assert_eq!(
-            lp.query(),
-            q(&[
-                ("labelSelector", "app=web,tier!=cache"),
-                ("fieldSelector", "status.phase=Running"),
-                ("limit", "50"),
-                ("continue", "abc"),
-                ("resourceVersion", "0"),
-            ])
+            kube_core::params::ListParams::from(&any)
+                .resource_version
+                .as_deref(),
+            Some("0")
         );
     }
 
     #[test]
-    fn post_query() {
-        assert!(PostParams::default().query().is_empty());
-        let pp = PostParams {
-            dry_run: true,
-            field_manager: Some("pando".into()),
-        };
-        assert_eq!(
-            pp.query(),
-            q(&[("dryRun", "All"), ("fieldManager", "pando")])
-        );
-    }
-
-    #[test]
-    fn patch_query_and_checks() {
-        let apply = Patch::Apply(serde_json::json!({}));
-        assert_eq!(
-            PatchParams::apply("pando").force().query(&apply).unwrap(),
-            q(&[("force", "true"), ("fieldManager", "pando")])
-        );
-        assert_eq!(
-            PatchParams::apply("pando").dry_run().query(&apply).unwrap(),
-            q(&[("dryRun", "All"), ("fieldManager", "pando")])
-        );
-        assert!(matches!(
-            PatchParams::default().query(&apply),
-            Err(KubeError::InvalidRequest(_))
-        ));
-        let merge = Patch::Merge(serde_json::json!({}));
-        assert!(PatchParams::default().query(&merge).unwrap().is_empty());
-        assert!(matches!(
-            PatchParams::default().force().query(&merge),
-            Err(KubeError::InvalidRequest(_))
-        ));
-    }
-
-    #[test]
-    fn patch_content_types_and_bodies() {
+    fn patches_are_checked_where_kube_core_does_not() {
         let v = serde_json::json!({"metadata": {"labels": {"a": "b"}}});
-        assert_eq!(
-            Patch::Apply(&v).content_type(),
-            raw::ContentType::ApplyPatch
-        );
-        assert_eq!(
-            Patch::Merge(&v).content_type(),
-            raw::ContentType::MergePatch
-        );
-        assert_eq!(
-            Patch::Strategic(&v).content_type(),
-            raw::ContentType::StrategicMergePatch
-        );
-        let ops = serde_json::json!([{"op": "remove", "path": "/metadata/labels/a"}]);
-        assert_eq!(
-            Patch::Json(&ops).content_type(),
-            raw::ContentType::JsonPatch
-        );
-        assert_eq!(
-            Patch::Merge(&v).body().unwrap(),
-            br#"{"metadata":{"labels":{"a":"b"}}}"#
-        );
-        assert_eq!(
-            Patch::Json(&ops).body().unwrap(),
-            br#"[{"op":"remove","path":"/metadata/labels/a"}]"#
-        );
         assert!(matches!(
-            Patch::Json(&v).body(),
+            Patch::Apply(&v).to_core(&PatchParams::default()),
             Err(KubeError::InvalidRequest(_))
         ));
-    }
-
-    #[test]
-    fn delete_query() {
-        assert!(DeleteParams::default().query().is_empty());
-        assert_eq!(
-            DeleteParams::foreground().query(),
-            q(&[("propagationPolicy", "Foreground")])
+        assert!(
+            Patch::Apply(&v)
+                .to_core(&PatchParams::apply("pando"))
+                .is_ok()
         );
-        assert_eq!(
-            DeleteParams::background().grace_period(0).dry_run().query(),
-            q(&[
-                ("dryRun", "All"),
-                ("gracePeriodSeconds", "0"),
-                ("propagationPolicy", "Background")
-            ])
-        );
-        assert_eq!(
-            DeleteParams::orphan().query(),
-            q(&[("propagationPolicy", "Orphan")])
-        );
-    }
-
-    #[test]
-    fn watch_request() {
-        let r = WatchParams::default()
-            .labels("app=web")
-            .timeout(30)
-            .request("/api/v1/pods".into(), "");
-        assert_eq!(r.path, "/api/v1/pods");
-        assert_eq!(r.label_selector.as_deref(), Some("app=web"));
-        assert_eq!(r.field_selector, None);
-        assert_eq!(r.resource_version, None);
-        assert!(r.allow_bookmarks);
-        assert_eq!(r.timeout_seconds, Some(30));
-        let r = WatchParams {
-            bookmarks: false,
-            ..WatchParams::default()
+        assert!(matches!(
+            Patch::Json(&v).to_core(&PatchParams::default()),
+            Err(KubeError::InvalidRequest(_))
+        ));
+        let ops = serde_json::json!([{"op": "remove", "path": "/metadata/labels/a"}]);
+        assert!(Patch::Json(&ops).to_core(&PatchParams::default()).is_ok());
+        for (patch, ct) in [
+            (Patch::Apply(&v), raw::ContentType::ApplyPatch),
+            (Patch::Json(&ops), raw::ContentType::JsonPatch),
+            (Patch::Merge(&v), raw::ContentType::MergePatch),
+            (Patch::Strategic(&v), raw::ContentType::StrategicMergePatch),
+        ] {
+            assert_eq!(patch.content_type(), ct);
         }
-        .request("/api/v1/pods".into(), "42");
-        assert_eq!(r.resource_version.as_deref(), Some("42"));
-        assert!(!r.allow_bookmarks);
+    }
+
+    #[test]
+    fn watch_params_become_kube_cores() {
+        let wp = WatchParams::default().labels("app=web").timeout(30);
+        let core = kube_core::params::WatchParams::from(&wp);
+        assert_eq!(core.label_selector.as_deref(), Some("app=web"));
+        assert_eq!(core.timeout, Some(30));
+        assert!(core.bookmarks && !core.send_initial_events);
+        let lp = wp.list_params();
+        assert_eq!(lp.label_selector.as_deref(), Some("app=web"));
+        assert_eq!(lp.timeout_seconds, None);
     }
 
     #[test]

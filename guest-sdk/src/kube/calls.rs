@@ -1,0 +1,513 @@
+//! The calls of an [`Api`]: each builds its request with
+//! [`kube_core::Request`], which `request.rs` turns into the host import's.
+
+use kube_core::params::GetParams;
+use kube_core::{ObjectList, PartialObjectMeta};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::api::Listed;
+use super::params::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
+use super::request::{call, check_status, send, to_raw, to_raw_watch};
+use super::{Api, KubeError, WatchStream};
+use crate::kubernetes as raw;
+
+impl<K> Api<K> {
+    fn get_request(&self, name: &str, gp: &GetParams) -> Result<raw::Request, KubeError> {
+        to_raw(self.object_request(name)?.get(name, gp)?)
+    }
+
+    fn list_request(&self, lp: &ListParams) -> Result<raw::Request, KubeError> {
+        to_raw(self.request()?.list(&lp.into())?)
+    }
+
+    fn create_request(&self, pp: &PostParams, body: Vec<u8>) -> Result<raw::Request, KubeError> {
+        self.need_namespace("creating an object")?;
+        to_raw(self.request()?.create(pp, body)?)
+    }
+
+    fn patch_request<P: Serialize>(
+        &self,
+        name: &str,
+        subresource: Option<&str>,
+        pp: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<raw::Request, KubeError> {
+        let core = patch.to_core(pp)?;
+        let request = self.object_request(name)?;
+        let built = match subresource {
+            Some(sub) => request.patch_subresource(sub, name, pp, &core)?,
+            None => request.patch(name, pp, &core)?,
+        };
+        let mut r = to_raw(built)?;
+        r.content_type = Some(patch.content_type());
+        Ok(r)
+    }
+
+    fn delete_request(&self, name: &str, dp: &DeleteParams) -> Result<raw::Request, KubeError> {
+        to_raw(self.object_request(name)?.delete(name, dp)?)
+    }
+
+    fn delete_collection_request(
+        &self,
+        dp: &DeleteParams,
+        lp: &ListParams,
+    ) -> Result<raw::Request, KubeError> {
+        self.need_namespace("deleting a collection")?;
+        to_raw(self.request()?.delete_collection(dp, &lp.into())?)
+    }
+
+    /// The object `name`; a 404 is an error ([`KubeError::is_not_found`]).
+    pub fn get(&self, name: &str) -> Result<K, KubeError>
+    where
+        K: DeserializeOwned,
+    {
+        decode_sent(self.get_request(name, &GetParams::default())?)
+    }
+
+    /// The object `name`, or `None` when it does not exist (404).
+    pub fn get_opt(&self, name: &str) -> Result<Option<K>, KubeError>
+    where
+        K: DeserializeOwned,
+    {
+        not_found_is_none(self.get(name))
+    }
+
+    /// The object `name` at any resource version (`resourceVersion=0`), or
+    /// `None` when it does not exist: the host's watch-fed cache, or the API
+    /// server's, may answer with a slightly older copy. For reads that
+    /// report; a read that decides a write wants [`get_opt`](Self::get_opt).
+    pub fn get_opt_any_version(&self, name: &str) -> Result<Option<K>, KubeError>
+    where
+        K: DeserializeOwned,
+    {
+        not_found_is_none(decode_sent(self.get_request(name, &GetParams::any())?))
+    }
+
+    /// The metadata of the object `name`, as kube-rs's `get_metadata`: a
+    /// [`PartialObjectMeta`] (its `types` are the object's own). The host's
+    /// import carries no `accept` header, so the API server sends the
+    /// whole object and the SDK keeps only its metadata.
+    ///
+    /// ```no_run
+    /// use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::ConfigMap;
+    /// use pando_adapter_sdk::kube::{Api, ResourceExt};
+    ///
+    /// # fn f() -> Result<(), pando_adapter_sdk::kube::KubeError> {
+    /// let meta = Api::<ConfigMap>::namespaced("pando-x").get_metadata("settings")?;
+    /// println!("{} at {:?}", meta.name_any(), meta.resource_version());
+    /// # Ok(()) }
+    /// ```
+    pub fn get_metadata(&self, name: &str) -> Result<PartialObjectMeta<K>, KubeError> {
+        decode_sent(self.get_request(name, &GetParams::default())?)
+    }
+
+    /// The metadata of the objects `lp` selects, as kube-rs's
+    /// `list_metadata`; like [`get_metadata`](Self::get_metadata), the
+    /// server sends the objects whole.
+    ///
+    /// ```no_run
+    /// use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::Secret;
+    /// use pando_adapter_sdk::kube::{Api, ListParams, ResourceExt};
+    ///
+    /// # fn f() -> Result<(), pando_adapter_sdk::kube::KubeError> {
+    /// let secrets = Api::<Secret>::namespaced("pando-x");
+    /// let names: Vec<String> = secrets
+    ///     .list_metadata(&ListParams::default().labels("app=web"))?
+    ///     .iter()
+    ///     .map(ResourceExt::name_any)
+    ///     .collect();
+    /// # let _ = names; Ok(()) }
+    /// ```
+    pub fn list_metadata(
+        &self,
+        lp: &ListParams,
+    ) -> Result<ObjectList<PartialObjectMeta<K>>, KubeError>
+    where
+        K: Clone,
+    {
+        decode_sent(self.list_request(lp)?)
+    }
+
+    /// Create `object` (its namespace is this `Api`'s); the object as
+    /// stored. A 409 means it exists.
+    pub fn create(&self, pp: &PostParams, object: &K) -> Result<K, KubeError>
+    where
+        K: Serialize + DeserializeOwned,
+    {
+        decode_sent(self.create_request(pp, to_json(object)?)?)
+    }
+
+    /// Create the object `object` describes as JSON, sent as it is (give
+    /// `apiVersion`, `kind` and `metadata.name`); the object as stored.
+    ///
+    /// ```no_run
+    /// use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::ConfigMap;
+    /// use pando_adapter_sdk::kube::{Api, PostParams};
+    ///
+    /// # fn f() -> Result<(), pando_adapter_sdk::kube::KubeError> {
+    /// let created = Api::<ConfigMap>::namespaced("pando-x").create_json(
+    ///     &PostParams::default(),
+    ///     &serde_json::json!({
+    ///         "apiVersion": "v1",
+    ///         "kind": "ConfigMap",
+    ///         "metadata": { "name": "settings" },
+    ///         "data": { "greeting": "hello" },
+    ///     }),
+    /// )?;
+    /// # let _ = created; Ok(()) }
+    /// ```
+    ///
+    /// A patch from JSON needs no method of its own: every [`Patch`] takes
+    /// a `serde_json::Value`.
+    pub fn create_json(&self, pp: &PostParams, object: &serde_json::Value) -> Result<K, KubeError>
+    where
+        K: DeserializeOwned,
+    {
+        decode_sent(self.create_request(pp, to_json(object)?)?)
+    }
+
+    /// Replace the object `name` with `object` (whose
+    /// `metadata.resourceVersion` guards against lost updates: a 409 then
+    /// means someone changed it first).
+    pub fn replace(&self, name: &str, pp: &PostParams, object: &K) -> Result<K, KubeError>
+    where
+        K: Serialize + DeserializeOwned,
+    {
+        call(
+            self.object_request(name)?
+                .replace(name, pp, to_json(object)?)?,
+        )
+    }
+
+    /// Patch the object `name`; the object as stored. The patch's variant
+    /// picks the strategy; server-side apply ([`Patch::Apply`]) needs
+    /// [`PatchParams::apply`].
+    pub fn patch<P: Serialize>(
+        &self,
+        name: &str,
+        pp: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K, KubeError>
+    where
+        K: DeserializeOwned,
+    {
+        decode_sent(self.patch_request(name, None, pp, patch)?)
+    }
+
+    /// The object `name` through its `status` subresource.
+    pub fn get_status(&self, name: &str) -> Result<K, KubeError>
+    where
+        K: DeserializeOwned,
+    {
+        call(self.object_request(name)?.get_subresource("status", name)?)
+    }
+
+    /// Replace the object's status (`PUT …/{name}/status`).
+    pub fn replace_status(&self, name: &str, pp: &PostParams, object: &K) -> Result<K, KubeError>
+    where
+        K: Serialize + DeserializeOwned,
+    {
+        let request = self.object_request(name)?;
+        call(request.replace_subresource("status", name, pp, to_json(object)?)?)
+    }
+
+    /// Patch the object's status (`PATCH …/{name}/status`).
+    pub fn patch_status<P: Serialize>(
+        &self,
+        name: &str,
+        pp: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K, KubeError>
+    where
+        K: DeserializeOwned,
+    {
+        decode_sent(self.patch_request(name, Some("status"), pp, patch)?)
+    }
+
+    /// Delete the object `name`. `Ok` once the API server accepted the
+    /// deletion (the object may linger while finalizers or a foreground
+    /// deletion run: [`wait_for_deletion`](super::wait_for_deletion) waits
+    /// for it to go); a 404 is an error ([`KubeError::is_not_found`]): use
+    /// [`delete_opt`](Api::delete_opt) to treat it as done.
+    pub fn delete(&self, name: &str, dp: &DeleteParams) -> Result<(), KubeError> {
+        check_status(&send(self.delete_request(name, dp)?)?)
+    }
+
+    /// As [`delete`](Api::delete), but an object that does not exist is
+    /// `Ok(false)`; `Ok(true)` when this call deleted it.
+    pub fn delete_opt(&self, name: &str, dp: &DeleteParams) -> Result<bool, KubeError> {
+        match self.delete(name, dp) {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Delete every object `lp`'s selectors select in this namespace (or,
+    /// for a cluster-scoped kind, the cluster).
+    pub fn delete_collection(&self, dp: &DeleteParams, lp: &ListParams) -> Result<(), KubeError> {
+        check_status(&send(self.delete_collection_request(dp, lp)?)?)
+    }
+
+    /// Watch the collection's changes after `resource_version` (typically
+    /// a list's `metadata.resource_version`; empty: from now). See
+    /// [`WatchStream`] for how it ends, and [`watcher`](super::watcher) for
+    /// a watch that lists again and backs off by itself.
+    pub fn watch(
+        &self,
+        wp: &WatchParams,
+        resource_version: &str,
+    ) -> Result<WatchStream<K>, KubeError>
+    where
+        K: DeserializeOwned,
+    {
+        Ok(WatchStream::new(self.open_watch(wp, resource_version)?))
+    }
+
+    /// The objects `lp` selects as an [`ObjectList`], whatever the kind:
+    /// what the watcher lists with.
+    pub(crate) fn list_objects(&self, lp: &ListParams) -> Result<ObjectList<K>, KubeError>
+    where
+        K: Clone + DeserializeOwned,
+    {
+        decode_sent(self.list_request(lp)?)
+    }
+
+    /// Opens the host's watch of the collection.
+    pub(crate) fn open_watch(
+        &self,
+        wp: &WatchParams,
+        resource_version: &str,
+    ) -> Result<raw::WatchStream, KubeError> {
+        let mut request = to_raw_watch(self.request()?.watch(&wp.into(), resource_version)?)?;
+        // kube-core asks for 290 s when given none; the SDK leaves it to
+        // the server, as its `WatchParams` say.
+        request.timeout_seconds = wp.timeout_seconds;
+        super::budget::wait_turn()?;
+        super::budget::spend();
+        Ok(raw::watch(&request)?)
+    }
+}
+
+impl<K> Api<K>
+where
+    K: kube_core::Resource,
+    K::DynamicType: Listed<K>,
+{
+    /// The objects `lp` selects: `items`, and in `metadata` the list's
+    /// `resource_version` (to watch from) and `continue_` (the next page's
+    /// token, with a `limit`). A k8s-openapi kind's answer is its
+    /// [`List`](k8s_openapi::List), a dynamic kind's an [`ObjectList`].
+    pub fn list(&self, lp: &ListParams) -> Result<<K::DynamicType as Listed<K>>::List, KubeError> {
+        decode_sent(self.list_request(lp)?)
+    }
+}
+
+pub(crate) fn not_found_is_none<T>(answer: Result<T, KubeError>) -> Result<Option<T>, KubeError> {
+    match answer {
+        Ok(object) => Ok(Some(object)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn to_json<T: Serialize>(object: &T) -> Result<Vec<u8>, KubeError> {
+    serde_json::to_vec(object)
+        .map_err(|e| KubeError::InvalidRequest(format!("the object does not serialize: {e}")))
+}
+
+fn decode_sent<T: DeserializeOwned>(request: raw::Request) -> Result<T, KubeError> {
+    super::request::decode(&send(request)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube_core::{ApiResource, DynamicObject, GroupVersionKind};
+
+    use super::super::request::decode;
+    use super::super::request::tests::pairs;
+    use super::*;
+
+    #[test]
+    fn requests() {
+        let cms = Api::<ConfigMap>::namespaced("pando-probe");
+        let r = cms.get_request("cfg", &GetParams::default()).unwrap();
+        assert_eq!(r.method, raw::Method::Get);
+        assert_eq!(r.path, "/api/v1/namespaces/pando-probe/configmaps/cfg");
+        assert!(r.query.is_empty() && r.body.is_none() && r.content_type.is_none());
+        let r = cms.get_request("cfg", &GetParams::any()).unwrap();
+        assert_eq!(r.query, pairs(&[("resourceVersion", "0")]));
+        assert!(cms.get_request("a/b", &GetParams::default()).is_err());
+
+        let r = cms
+            .list_request(&ListParams::default().labels("a=b"))
+            .unwrap();
+        assert_eq!(r.path, "/api/v1/namespaces/pando-probe/configmaps");
+        assert_eq!(r.query, pairs(&[("labelSelector", "a=b")]));
+
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("cfg".into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        };
+        let pp = PostParams {
+            dry_run: true,
+            field_manager: None,
+        };
+        let r = cms.create_request(&pp, to_json(&cm).unwrap()).unwrap();
+        assert_eq!(r.method, raw::Method::Post);
+        assert_eq!(r.path, "/api/v1/namespaces/pando-probe/configmaps");
+        assert_eq!(r.query, pairs(&[("dryRun", "All")]));
+        let body: serde_json::Value = serde_json::from_slice(r.body.as_ref().unwrap()).unwrap();
+        assert_eq!(body["kind"], "ConfigMap");
+        assert_eq!(body["apiVersion"], "v1");
+        assert_eq!(body["metadata"]["name"], "cfg");
+
+        let r = cms
+            .patch_request(
+                "cfg",
+                None,
+                &PatchParams::apply("pando").force(),
+                &Patch::Apply(&cm),
+            )
+            .unwrap();
+        assert_eq!(r.method, raw::Method::Patch);
+        assert_eq!(r.path, "/api/v1/namespaces/pando-probe/configmaps/cfg");
+        assert_eq!(r.content_type, Some(raw::ContentType::ApplyPatch));
+        assert_eq!(
+            r.query,
+            pairs(&[("force", "true"), ("fieldManager", "pando")])
+        );
+        let ops = serde_json::json!([{"op": "remove", "path": "/data/a"}]);
+        let r = cms
+            .patch_request(
+                "cfg",
+                Some("status"),
+                &PatchParams::default(),
+                &Patch::Json(&ops),
+            )
+            .unwrap();
+        assert_eq!(
+            r.path,
+            "/api/v1/namespaces/pando-probe/configmaps/cfg/status"
+        );
+        assert_eq!(r.content_type, Some(raw::ContentType::JsonPatch));
+        assert_eq!(
+            r.body.as_deref(),
+            Some(&br#"[{"op":"remove","path":"/data/a"}]"#[..])
+        );
+        let merge = Patch::Merge(serde_json::json!({}));
+        assert!(
+            cms.patch_request("cfg", None, &PatchParams::default().force(), &merge)
+                .is_err(),
+            "force is for server-side apply only"
+        );
+
+        let r = cms
+            .delete_request("cfg", &DeleteParams::foreground())
+            .unwrap();
+        assert_eq!(r.method, raw::Method::Delete);
+        assert_eq!(r.path, "/api/v1/namespaces/pando-probe/configmaps/cfg");
+        assert_eq!(
+            r.body.as_deref(),
+            Some(&br#"{"propagationPolicy":"Foreground"}"#[..])
+        );
+
+        let r = cms
+            .delete_collection_request(
+                &DeleteParams::default(),
+                &ListParams::default().labels("x=y"),
+            )
+            .unwrap();
+        assert_eq!(r.path, "/api/v1/namespaces/pando-probe/configmaps");
+        assert_eq!(r.query, pairs(&[("labelSelector", "x=y")]));
+    }
+
+    #[test]
+    fn a_namespaced_kind_across_namespaces_does_not_write() {
+        let all = Api::<Pod>::all();
+        assert!(all.list_request(&ListParams::default()).is_ok());
+        assert!(
+            all.create_request(&PostParams::default(), b"{}".to_vec())
+                .is_err()
+        );
+        assert!(
+            all.delete_collection_request(&DeleteParams::default(), &ListParams::default())
+                .is_err()
+        );
+    }
+
+    fn response(status: u16, body: &str) -> raw::Response {
+        raw::Response {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    const LIST: &str = r#"{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"42","continue":"tok"},"items":[{"metadata":{"name":"a","uid":"1"},"data":{"k":"v"}},{"metadata":{"name":"b"}}]}"#;
+
+    #[test]
+    fn decodes_answers() {
+        let pod: Pod = decode(&response(
+            200,
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"pando-x"}}"#,
+        ))
+        .unwrap();
+        assert_eq!(pod.metadata.name.as_deref(), Some("web"));
+
+        type Typed = <() as Listed<ConfigMap>>::List;
+        let list: Typed = decode(&response(200, LIST)).unwrap();
+        assert_eq!(list.items.len(), 2);
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("42"));
+        assert_eq!(list.metadata.continue_.as_deref(), Some("tok"));
+
+        let e = decode::<Pod>(&response(
+            404,
+            r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"web\" not found","reason":"NotFound","code":404}"#,
+        ))
+        .unwrap_err();
+        assert!(e.is_not_found());
+        assert!(matches!(
+            decode::<Pod>(&response(200, "not json")),
+            Err(KubeError::Decode(_))
+        ));
+        assert!(matches!(
+            decode::<Pod>(&response(200, r#"{"kind":"Service"}"#)),
+            Err(KubeError::Decode(_))
+        ));
+        assert!(check_status(&response(202, "{}")).is_ok());
+        assert!(
+            check_status(&response(409, "{}"))
+                .unwrap_err()
+                .is_conflict()
+        );
+    }
+
+    #[test]
+    fn dynamic_and_metadata_lists_decode() {
+        type Dynamic = <ApiResource as Listed<DynamicObject>>::List;
+        let list: Dynamic = decode(&response(200, LIST)).unwrap();
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("42"));
+        assert_eq!(list.items[0].data["data"]["k"], "v");
+        let meta: ObjectList<PartialObjectMeta<ConfigMap>> = decode(&response(200, LIST)).unwrap();
+        let names: Vec<_> = meta.iter().map(|m| m.metadata.name.clone()).collect();
+        assert_eq!(names, [Some("a".to_string()), Some("b".to_string())]);
+        assert_eq!(meta.items[0].metadata.uid.as_deref(), Some("1"));
+
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+            "widgets",
+        );
+        let widgets = Api::<DynamicObject>::namespaced_with("pando-x", &ar);
+        let r = widgets
+            .create_request(&PostParams::default(), b"{}".to_vec())
+            .unwrap();
+        assert_eq!(r.path, "/apis/example.com/v1/namespaces/pando-x/widgets");
+    }
+}

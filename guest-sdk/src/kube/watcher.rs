@@ -1,0 +1,402 @@
+//! A watcher that lists again on 410 Gone and backs off on failures, as
+//! kube-runtime's `watcher`, over the host's watch and the call's timers;
+//! and [`wait_for_deletion`].
+
+use std::time::Duration;
+
+use kube_core::PartialObjectMeta;
+use serde::de::DeserializeOwned;
+
+use super::calls::not_found_is_none;
+use super::{Api, KubeError, WatchEnd, WatchEvent, WatchParams, WatchStream};
+use crate::bindings::wasi::clocks::monotonic_clock;
+use crate::types::Error;
+
+/// What a [`Watcher`] reports, as kube-runtime's `watcher::Event`.
+///
+/// A list (the first, and every one after a 410) arrives as [`Init`](Event::Init),
+/// one [`InitApply`](Event::InitApply) per object, then
+/// [`InitDone`](Event::InitDone): at `InitDone` the objects of the list are
+/// the whole collection, and what was known before and not in it is gone.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event<K> {
+    /// An object was added or changed.
+    Apply(K),
+    /// An object was deleted; its last state.
+    Delete(K),
+    /// A list begins.
+    Init,
+    /// One object of the list.
+    InitApply(K),
+    /// The list is complete; changes follow.
+    InitDone,
+}
+
+/// How long a [`Watcher`] waits after a failure: `initial`, doubling up to
+/// `max`, back to `initial` once an event arrives; a server's
+/// `retry-after` is waited for when it is longer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    /// The first wait.
+    pub initial: Duration,
+    /// The longest wait.
+    pub max: Duration,
+    next: Duration,
+}
+
+impl Default for Backoff {
+    /// 500 ms, doubling up to 30 s.
+    fn default() -> Self {
+        Backoff::new(Duration::from_millis(500), Duration::from_secs(30))
+    }
+}
+
+impl Backoff {
+    /// Waits from `initial` doubling up to `max`.
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Backoff {
+            initial,
+            max,
+            next: initial,
+        }
+    }
+
+    /// The wait after one more failure (the server's `retry-after`, when
+    /// longer).
+    pub fn next_delay(&mut self, retry_after: Option<Duration>) -> Duration {
+        let delay = self.next.min(self.max);
+        self.next = (delay * 2).min(self.max);
+        delay.max(retry_after.unwrap_or_default())
+    }
+
+    /// Back to the first wait.
+    pub fn reset(&mut self) {
+        self.next = self.initial;
+    }
+}
+
+/// Whether a failure may pass by itself: the API server unreachable, or
+/// answering 429 or 5xx. Refusals of the host's, a 4xx, an answer that
+/// does not decode, and the call's own end do not.
+pub fn is_transient(e: &KubeError) -> bool {
+    match e {
+        KubeError::Transport(_) => true,
+        KubeError::Api { status, .. } => *status == 429 || *status >= 500,
+        _ => false,
+    }
+}
+
+enum State<K> {
+    /// List next: first, or after a 410.
+    List,
+    /// Handing out a list's objects, then watching from its version.
+    Listed {
+        items: std::vec::IntoIter<K>,
+        version: String,
+    },
+    /// Open a watch from this version.
+    Resume(String),
+    /// Following a watch opened from this version.
+    Watching(WatchStream<K>, String),
+}
+
+/// A watch of an [`Api`]'s collection that keeps going: it lists first,
+/// watches from the list's version, resumes when the server closes the
+/// watch, lists again when the version is too old (410 Gone), and on a
+/// [transient](is_transient) failure waits ([`Backoff`]) and resumes.
+/// Other errors, the call's deadline and its cancellation end it with the
+/// error. Build it with [`watcher`].
+///
+/// Each [`next`](Watcher::next) waits in the host, which ends the wait when
+/// the call is cancelled; a watcher needs `list` and `watch` grants on the
+/// collection.
+///
+/// ```no_run
+/// use std::collections::BTreeMap;
+///
+/// use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::Pod;
+/// use pando_adapter_sdk::kube::{Api, ResourceExt, WatchParams, WatcherEvent, watcher};
+/// use pando_adapter_sdk::types::Error;
+///
+/// fn follow(pods: Api<Pod>) -> Result<(), Error> {
+///     let mut known = BTreeMap::new();
+///     let mut listing = BTreeMap::new();
+///     let mut pods = watcher(pods, WatchParams::default().labels("app=web"));
+///     loop {
+///         match pods.next()? {
+///             WatcherEvent::Init => listing.clear(),
+///             WatcherEvent::InitApply(pod) => {
+///                 listing.insert(pod.name_any(), pod);
+///             }
+///             WatcherEvent::InitDone => known = std::mem::take(&mut listing),
+///             WatcherEvent::Apply(pod) => {
+///                 known.insert(pod.name_any(), pod);
+///             }
+///             WatcherEvent::Delete(pod) => {
+///                 known.remove(&pod.name_any());
+///             }
+///         }
+///     }
+/// }
+/// ```
+pub struct Watcher<K> {
+    api: Api<K>,
+    params: WatchParams,
+    state: State<K>,
+    backoff: Backoff,
+}
+
+/// A [`Watcher`] of `api`'s collection with `params`' selectors (which the
+/// lists use too); it lists first.
+pub fn watcher<K>(api: Api<K>, params: WatchParams) -> Watcher<K> {
+    Watcher {
+        api,
+        params,
+        state: State::List,
+        backoff: Backoff::default(),
+    }
+}
+
+impl<K: Clone + DeserializeOwned> Watcher<K> {
+    /// Watch from `version` (kept from an earlier watch) instead of
+    /// listing first; a version too old lists, as any 410 does.
+    #[must_use]
+    pub fn from_version(mut self, version: &str) -> Self {
+        self.state = State::Resume(version.into());
+        self
+    }
+
+    /// Wait this way after failures.
+    #[must_use]
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The next event, waiting for it (and through closes, 410s and
+    /// transient failures); `Err` when the watcher cannot go on.
+    // An `Iterator` would hide the error's end in `Option`.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Event<K>, KubeError> {
+        loop {
+            if let Some(event) = self.step()? {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// One step of the state machine: an event, or `None` when the state
+    /// changed without one.
+    fn step(&mut self) -> Result<Option<Event<K>>, KubeError> {
+        match std::mem::replace(&mut self.state, State::List) {
+            State::List => match self.api.list_objects(&self.params.list_params()) {
+                Ok(list) => {
+                    self.state = State::Listed {
+                        items: list.items.into_iter(),
+                        version: list.metadata.resource_version.unwrap_or_default(),
+                    };
+                    Ok(Some(Event::Init))
+                }
+                Err(e) => self.retry(e, State::List),
+            },
+            State::Listed { mut items, version } => Ok(Some(match items.next() {
+                Some(object) => {
+                    self.state = State::Listed { items, version };
+                    Event::InitApply(object)
+                }
+                None => {
+                    self.backoff.reset();
+                    self.state = State::Resume(version);
+                    Event::InitDone
+                }
+            })),
+            State::Resume(version) => match self.api.watch(&self.params, &version) {
+                Ok(stream) => {
+                    self.state = State::Watching(stream, version);
+                    Ok(None)
+                }
+                Err(e) if e.is_gone() => Ok(None),
+                Err(e) => self.retry(e, State::Resume(version)),
+            },
+            State::Watching(mut stream, from) => {
+                let event = stream.next();
+                let version = stream.resource_version().unwrap_or(&from).to_owned();
+                match event {
+                    Ok(WatchEvent::Added(object) | WatchEvent::Modified(object)) => {
+                        self.backoff.reset();
+                        self.state = State::Watching(stream, from);
+                        Ok(Some(Event::Apply(object)))
+                    }
+                    Ok(WatchEvent::Deleted(object)) => {
+                        self.backoff.reset();
+                        self.state = State::Watching(stream, from);
+                        Ok(Some(Event::Delete(object)))
+                    }
+                    Ok(WatchEvent::Bookmark(_)) => {
+                        self.state = State::Watching(stream, from);
+                        Ok(None)
+                    }
+                    Err(WatchEnd::Closed) => {
+                        self.state = State::Resume(version);
+                        Ok(None)
+                    }
+                    Err(WatchEnd::Expired(_)) => Ok(None),
+                    Err(WatchEnd::Failed(e)) => self.retry(e, State::Resume(version)),
+                }
+            }
+        }
+    }
+
+    /// After a transient failure, waits its turn and goes on in `then`;
+    /// any other failure ends the watcher.
+    fn retry(&mut self, e: KubeError, then: State<K>) -> Result<Option<Event<K>>, KubeError> {
+        if !is_transient(&e) {
+            return Err(e);
+        }
+        let wait = self.backoff.next_delay(e.retry_after());
+        crate::log::log_with(crate::log::Level::Warn, || {
+            let plural = &self.api.resource().plural;
+            format!("watching {plural}: {e}; again in {wait:?}")
+        });
+        sleep(wait)?;
+        self.state = then;
+        Ok(None)
+    }
+}
+
+/// Waits until the object `name` is gone (or replaced by another of the
+/// same name): `Ok(true)` once it is, `Ok(false)` when `timeout` passed
+/// first. An object that does not exist is gone at once. It reads the
+/// object's metadata, then watches it by name from that version, reading
+/// it again after the watch ends; it needs `get` and `watch` grants.
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::Namespace;
+/// use pando_adapter_sdk::kube::{Api, DeleteParams, wait_for_deletion};
+/// use pando_adapter_sdk::{error, types::Error};
+///
+/// fn destroy(name: &str) -> Result<(), Error> {
+///     let namespaces = Api::<Namespace>::all();
+///     namespaces.delete_opt(name, &DeleteParams::background())?;
+///     if !wait_for_deletion(&namespaces, name, Duration::from_secs(60))? {
+///         return Err(error::unavailable(format!("namespace {name} is still terminating")));
+///     }
+///     Ok(())
+/// }
+/// ```
+pub fn wait_for_deletion<K>(
+    api: &Api<K>,
+    name: &str,
+    timeout: Duration,
+) -> Result<bool, KubeError> {
+    let until = monotonic_clock::now().saturating_add(nanos(timeout));
+    let mut backoff = Backoff::default();
+    loop {
+        let Some(meta) = not_found_is_none(api.get_metadata(name))? else {
+            return Ok(true);
+        };
+        let uid = meta.metadata.uid;
+        let version = meta.metadata.resource_version.unwrap_or_default();
+        let by_name = WatchParams::default().fields(&format!("metadata.name={name}"));
+        let mut stream =
+            WatchStream::<PartialObjectMeta<K>>::new(api.open_watch(&by_name, &version)?);
+        loop {
+            let left = Duration::from_nanos(until.saturating_sub(monotonic_clock::now()));
+            if left.is_zero() {
+                return Ok(false);
+            }
+            let ready =
+                crate::time::wait_any_timeout(&[&stream.subscribe()], left).map_err(call_ended)?;
+            if ready.is_empty() {
+                return Ok(false);
+            }
+            match stream.try_next() {
+                Ok(Some(WatchEvent::Deleted(_))) => return Ok(true),
+                Ok(Some(WatchEvent::Added(m) | WatchEvent::Modified(m)))
+                    if m.metadata.uid != uid =>
+                {
+                    return Ok(true);
+                }
+                Ok(_) => {}
+                Err(WatchEnd::Closed | WatchEnd::Expired(_)) => break,
+                Err(WatchEnd::Failed(e)) if is_transient(&e) => {
+                    let wait = backoff.next_delay(e.retry_after());
+                    sleep(wait.min(Duration::from_nanos(
+                        until.saturating_sub(monotonic_clock::now()),
+                    )))?;
+                    break;
+                }
+                Err(WatchEnd::Failed(e)) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Sleeps on the call's timers; the call's end as the client's error.
+fn sleep(duration: Duration) -> Result<(), KubeError> {
+    crate::time::sleep(duration).map_err(call_ended)
+}
+
+/// The call's deadline or cancellation, met while waiting, as the
+/// client's error.
+fn call_ended(e: Error) -> KubeError {
+    match e {
+        Error::Timeout(_) => KubeError::Timeout,
+        _ => KubeError::Cancelled,
+    }
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backoff_doubles_to_its_cap_and_starts_over() {
+        let mut b = Backoff::new(Duration::from_millis(500), Duration::from_secs(3));
+        let waits: Vec<_> = (0..5).map(|_| b.next_delay(None)).collect();
+        assert_eq!(
+            waits,
+            [500, 1000, 2000, 3000, 3000].map(Duration::from_millis)
+        );
+        b.reset();
+        assert_eq!(b.next_delay(None), Duration::from_millis(500));
+        assert_eq!(
+            b.next_delay(Some(Duration::from_secs(10))),
+            Duration::from_secs(10),
+            "a longer retry-after wins"
+        );
+        assert_eq!(
+            Backoff::default().next_delay(None),
+            Duration::from_millis(500)
+        );
+    }
+
+    #[test]
+    fn only_what_may_pass_is_retried() {
+        let api = |status| KubeError::Api {
+            status,
+            reason: String::new(),
+            message: String::new(),
+            retry_after: None,
+        };
+        assert!(is_transient(&KubeError::Transport("reset".into())));
+        assert!(is_transient(&api(429)) && is_transient(&api(503)));
+        for e in [
+            api(403),
+            api(404),
+            api(410),
+            KubeError::Timeout,
+            KubeError::Cancelled,
+            KubeError::Decode("x".into()),
+            KubeError::InvalidRequest("x".into()),
+        ] {
+            assert!(!is_transient(&e), "{e:?}");
+        }
+    }
+}
