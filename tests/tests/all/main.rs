@@ -29,6 +29,7 @@ mod kube_audit;
 mod kube_cache;
 mod kube_grants;
 mod kube_objects;
+mod kube_sdk;
 mod kube_streams;
 mod pod_security;
 mod real_node;

@@ -28,6 +28,9 @@
 //! | `create-ns:<name>` | create namespace `<name>` | its name |
 //! | `flood:<n>` | `n` GETs of `/api/v1/namespaces/default` (stopping early on timeout or cancellation) | how many succeeded |
 //! | `big-body:<bytes>` | create a ConfigMap (`generateName: big-body-`) in `pando-probe` with one data value of `<bytes>` bytes | its name |
+//! | `dynamic:<ns>:<name>` | ConfigMap `<name>` created from JSON, patched, read and listed through `Api<DynamicObject>`, listed and read as metadata only (`sdk.rs`) | `kind=… greeting=… patched=… listed=… meta=… meta-rv=…` |
+//! | `wait-deleted:<ns>:<name>:<seconds>` | `wait_for_deletion` of ConfigMap `<name>` | `deleted:<ms>` or `present:<ms>` |
+//! | `watcher:<ns>:<version>:<until>` | the SDK's watcher of ConfigMaps in `<ns>` from `<version>` (empty: list first) until ConfigMap `<until>` is applied | its events: `init`, `init-apply:<name>`, `init-done`, `apply:<name>`, `delete:<name>` |
 //! | anything else | `invalid` | |
 //!
 //! Failures are the SDK's mapping of the `KubeError` onto the contract's
@@ -49,6 +52,8 @@ use pando_adapter_sdk::types::{
     KindInfo, LogOptions, ObservedBundle, RuntimeCapabilities, WorkloadRef,
 };
 use pando_adapter_sdk::{Adapter, ExecSession, error, export_adapter};
+
+mod sdk;
 
 struct KubeProbe;
 
@@ -315,6 +320,9 @@ fn operation(id: &str) -> Result<String, Error> {
         "watches" => hold_watches(arg),
         "sessions" => hold_sessions(arg),
         "watch" => watch(arg),
+        "dynamic" => sdk::dynamic(arg),
+        "wait-deleted" => sdk::wait_deleted(arg),
+        "watcher" => sdk::watch_until(arg),
         other => Err(error::invalid(format!("plan.id: no operation {other:?}"))),
     }
 }
