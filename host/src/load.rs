@@ -196,11 +196,60 @@ impl Host {
         self.inner.cache.as_ref()
     }
 
-    /// Loads an adapter from a file.
+    /// Loads an adapter from a file. A file the compile cache has seen
+    /// unchanged (`CompileCache::known_file`) is neither read nor hashed,
+    /// unless the caller pins a digest.
     pub async fn load_file(&self, path: &Path, options: LoadOptions) -> Result<Adapter, LoadError> {
+        let what = path.display().to_string();
+        check_limits(&what, &options, self.inner.engine.settings.max_memory_bytes)?;
+        if options.expected_digest.is_none()
+            && let Some(prepared) = self.prepare_known(&what, path, &options.grants).await?
+        {
+            return self.load_prepared(prepared, options).await;
+        }
         let bytes = read(path).await?;
-        self.load_bytes(&path.display().to_string(), &bytes, options)
-            .await
+        let adapter = self.load_bytes(&what, &bytes, options).await?;
+        if let Some(cache) = self.inner.cache.clone() {
+            let (file, digest) = (path.to_path_buf(), adapter.digest().to_string());
+            // Off the async workers: it stats and writes a file.
+            let _ = tokio::task::spawn_blocking(move || cache.remember_file(&file, &digest)).await;
+        }
+        Ok(adapter)
+    }
+
+    /// A component the compile cache knows by its file, if it does.
+    async fn prepare_known(
+        &self,
+        what: &str,
+        path: &Path,
+        grants: &Grants,
+    ) -> Result<Option<Prepared>, LoadError> {
+        let Some(cache) = self.inner.cache.clone() else {
+            return Ok(None);
+        };
+        let started = Instant::now();
+        let engine = self.inner.engine.engine.clone();
+        let file = path.to_path_buf();
+        let known = tokio::task::spawn_blocking(move || {
+            let digest = cache.known_file(&file)?;
+            let component = cache.load_known(&engine, &digest)?;
+            Some((digest, component))
+        })
+        .await
+        .map_err(|e| LoadError::Engine(format!("cache task failed: {e}")))?;
+        let Some((digest, component)) = known else {
+            return Ok(None);
+        };
+        let compile_time = started.elapsed();
+        let shape = check::check_shape(what, &self.inner.engine.engine, &component, Some(grants))?;
+        Ok(Some(Prepared {
+            what: what.into(),
+            digest,
+            component,
+            cache: CacheOutcome::Hit,
+            shape,
+            compile_time,
+        }))
     }
 
     /// Loads an adapter from bytes; `what` names it in errors.
@@ -210,24 +259,7 @@ impl Host {
         bytes: &[u8],
         options: LoadOptions,
     ) -> Result<Adapter, LoadError> {
-        let started = Instant::now();
-        let max = self.inner.engine.settings.max_memory_bytes;
-        if options.limits.memory_bytes > max {
-            return Err(LoadError::Instantiate {
-                what: what.into(),
-                reason: format!(
-                    "its memory limit of {} bytes is above the host's largest memory, {max} bytes; \
-                     lower `limits.memory_bytes` or raise `EngineSettings::max_memory_bytes`",
-                    options.limits.memory_bytes
-                ),
-            });
-        }
-        if let Err(reason) = options.limits.check() {
-            return Err(LoadError::Instantiate {
-                what: what.into(),
-                reason,
-            });
-        }
+        check_limits(what, &options, self.inner.engine.settings.max_memory_bytes)?;
         let prepared = self
             .prepare(
                 what,
@@ -236,6 +268,18 @@ impl Host {
                 options.expected_digest.as_deref(),
             )
             .await?;
+        self.load_prepared(prepared, options).await
+    }
+
+    /// Loading once the component is compiled and checked: the first
+    /// instance, its configuration, the pool.
+    async fn load_prepared(
+        &self,
+        prepared: Prepared,
+        options: LoadOptions,
+    ) -> Result<Adapter, LoadError> {
+        let started = Instant::now();
+        let what = prepared.what.as_str();
         let (mut first, info, identity, factory) = self.first_instance(&prepared, &options).await?;
 
         let cancel = CancellationToken::new();
@@ -433,6 +477,27 @@ impl Host {
         inst.store.data_mut().set_identity(identity.clone());
         Ok((inst, info, identity, factory))
     }
+}
+
+/// The limits a load is refused for before anything is read.
+fn check_limits(what: &str, options: &LoadOptions, max: u64) -> Result<(), LoadError> {
+    if options.limits.memory_bytes > max {
+        return Err(LoadError::Instantiate {
+            what: what.into(),
+            reason: format!(
+                "its memory limit of {} bytes is above the host's largest memory, {max} bytes; \
+                 lower `limits.memory_bytes` or raise `EngineSettings::max_memory_bytes`",
+                options.limits.memory_bytes
+            ),
+        });
+    }
+    options
+        .limits
+        .check()
+        .map_err(|reason| LoadError::Instantiate {
+            what: what.into(),
+            reason,
+        })
 }
 
 async fn read(path: &Path) -> Result<Vec<u8>, LoadError> {

@@ -134,6 +134,73 @@ impl CompileCache {
         Ok((component, outcome))
     }
 
+    /// The digest of the component file at `file` when a load of it was
+    /// remembered ([`CompileCache::remember_file`]) and the file has not
+    /// changed since by its identity: device, inode, size and modification
+    /// time to the nanosecond. That is what lets a cached load skip reading
+    /// and hashing the file. It is safe because the cache is trusted with
+    /// machine code already: the worst a file rewritten in place with its
+    /// old size and a restored mtime gets is the code of the file that was
+    /// there when it was remembered, under that file's digest. A caller that
+    /// pins a digest is never answered from here.
+    pub(crate) fn known_file(&self, file: &Path) -> Option<String> {
+        let digest = fs::read_to_string(self.file_key(file)?).ok()?;
+        let digest = digest.trim();
+        (digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| digest.to_string())
+    }
+
+    /// Remembers that the file at `file`, as it is now, has `digest`.
+    pub(crate) fn remember_file(&self, file: &Path, digest: &str) {
+        let Some(key) = self.file_key(file) else {
+            return;
+        };
+        let stored = key
+            .parent()
+            .map_or(Ok(()), fs::create_dir_all)
+            .and_then(|()| self.store(&key, digest.as_bytes()));
+        if let Err(e) = stored {
+            tracing::debug!(file = %file.display(), error = %e, "could not remember the file's digest");
+        }
+    }
+
+    /// The component for `digest` if its precompiled artifact is cached.
+    pub(crate) fn load_known(&self, engine: &Engine, digest: &str) -> Option<Component> {
+        let path = self.path_for(engine, digest);
+        // SAFETY: as in `load`: written by this host, in a directory only
+        // this user can write, named by digest and engine compatibility.
+        unsafe { Component::deserialize_file(engine, &path) }.ok()
+    }
+
+    /// Where a file's remembered digest is kept: named by the hash of its
+    /// canonical path and identity, so any change of either misses.
+    fn file_key(&self, file: &Path) -> Option<PathBuf> {
+        let canonical = fs::canonicalize(file).ok()?;
+        let meta = fs::metadata(&canonical).ok()?;
+        let mut h = Sha256::new();
+        h.update(canonical.as_os_str().as_encoded_bytes());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            for n in [meta.dev(), meta.ino(), meta.size()] {
+                h.update(n.to_le_bytes());
+            }
+            h.update(meta.mtime().to_le_bytes());
+            h.update(meta.mtime_nsec().to_le_bytes());
+        }
+        #[cfg(not(unix))]
+        {
+            h.update(meta.len().to_le_bytes());
+            let mtime = meta
+                .modified()
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?;
+            h.update(mtime.as_nanos().to_le_bytes());
+        }
+        Some(self.dir.join("files").join(hex::encode(h.finalize())))
+    }
+
     fn store(&self, path: &Path, compiled: &[u8]) -> std::io::Result<()> {
         let (tmp, mut file) = tempfile_in(&self.dir)?;
         let written = file

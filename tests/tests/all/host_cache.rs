@@ -65,3 +65,105 @@ async fn a_corrupt_cache_entry_is_recompiled() {
     assert_eq!(load_with_cache(dir.path()).await, CacheOutcome::Compiled);
     assert_eq!(load_with_cache(dir.path()).await, CacheOutcome::Hit);
 }
+
+/// A copy of the test adapter in `dir`, to change under the cache.
+fn copy_of_test_adapter(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("adapter.wasm");
+    std::fs::copy(components::test_adapter(), &path).expect("copy the test adapter");
+    path
+}
+
+async fn load_from(
+    cache: &std::path::Path,
+    file: &std::path::Path,
+    options: LoadOptions,
+) -> Result<pando_host::Adapter, pando_host::LoadError> {
+    let host = Host::builder()
+        .cache_dir(cache)
+        .build()
+        .expect("host builds");
+    host.load_file(file, options).await
+}
+
+#[tokio::test]
+async fn a_file_seen_unchanged_is_neither_read_nor_hashed_again() {
+    let (cache, files) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let file = copy_of_test_adapter(files.path());
+    let first = load_from(cache.path(), &file, LoadOptions::default())
+        .await
+        .expect("loads");
+    assert_eq!(first.cache_outcome(), CacheOutcome::Compiled);
+    let digest = first.digest().to_string();
+
+    // Garbage of the same size written over it, its mtime put back: by its
+    // identity the file is unchanged, so a load that read or hashed it
+    // would fail, and one from the cache loads what was remembered.
+    let mtime = std::fs::metadata(&file)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    let size = std::fs::metadata(&file).expect("meta").len() as usize;
+    std::fs::write(&file, vec![0u8; size]).expect("overwrite");
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .and_then(|f| f.set_modified(mtime))
+        .expect("restore the mtime");
+    let again = load_from(cache.path(), &file, LoadOptions::default())
+        .await
+        .expect("loaded from the cache without reading the file");
+    assert_eq!(again.cache_outcome(), CacheOutcome::Hit);
+    assert_eq!(
+        again.digest(),
+        digest,
+        "under the digest it was remembered by"
+    );
+
+    // Any change of its identity (here the mtime) and the file is read.
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .and_then(|f| f.set_modified(mtime + std::time::Duration::from_secs(1)))
+        .expect("touch");
+    let err = load_from(cache.path(), &file, LoadOptions::default())
+        .await
+        .expect_err("the garbage is read now, and refused");
+    assert!(
+        matches!(err, pando_host::LoadError::NotWasm { .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_pinned_digest_is_checked_against_the_bytes_even_when_the_file_is_known() {
+    let (cache, files) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let file = copy_of_test_adapter(files.path());
+    let first = load_from(cache.path(), &file, LoadOptions::default())
+        .await
+        .expect("loads");
+    let digest = first.digest().to_string();
+    let pinned = LoadOptions {
+        expected_digest: Some(format!("sha256:{digest}")),
+        ..LoadOptions::default()
+    };
+    let ok = load_from(cache.path(), &file, pinned)
+        .await
+        .expect("the pinned digest matches");
+    assert_eq!(ok.digest(), digest);
+    let wrong = LoadOptions {
+        expected_digest: Some("0".repeat(64)),
+        ..LoadOptions::default()
+    };
+    let err = load_from(cache.path(), &file, wrong)
+        .await
+        .expect_err("a pinned digest that differs is refused");
+    assert!(
+        matches!(err, pando_host::LoadError::DigestMismatch { .. }),
+        "{err:?}"
+    );
+}
