@@ -203,6 +203,35 @@ pub fn pod_in(
     ns: &str,
 ) -> Result<Pod, Error> {
     let name = crate::kit::names::service_name(&w.name)?;
+    let (mounts, pod_volumes) = volume_mounts(plan, w)?;
+    let container = container(config, plan, w, ns, mounts)?;
+    let mut spec = json!({
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": false,
+        "enableServiceLinks": false,
+        "securityContext": pod_context(),
+        "containers": [container],
+        "volumes": pod_volumes,
+    });
+    if !plan.pull_credentials.is_empty() {
+        spec["imagePullSecrets"] = json!([{ "name": PULL_SECRET_NAME }]);
+    }
+    config.place_as_apps(&mut spec);
+    typed(with_hash(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": workload_labels(&plan.id, &w.name),
+            "annotations": { DIGEST_ANNOTATION: digest_of(w) },
+        },
+        "spec": spec,
+    })))
+}
+
+/// The workload's claims, as its container's mounts and its pod's volumes;
+/// a volume the plan does not have is `invalid`.
+fn volume_mounts(plan: &BundlePlan, w: &WorkloadSpec) -> Result<(Vec<Value>, Vec<Value>), Error> {
     let volumes: BTreeSet<&str> = plan.volumes.iter().map(|v| v.name.as_str()).collect();
     let mut mounts = Vec::new();
     let mut pod_volumes = Vec::new();
@@ -220,6 +249,17 @@ pub fn pod_in(
             "persistentVolumeClaim": { "claimName": claim_name(&m.volume)?, "readOnly": m.read_only },
         }));
     }
+    Ok((mounts, pod_volumes))
+}
+
+/// The workload's one container, in namespace `ns`.
+fn container(
+    config: &Config,
+    plan: &BundlePlan,
+    w: &WorkloadSpec,
+    ns: &str,
+    mounts: Vec<Value>,
+) -> Result<Value, Error> {
     let r = &w.resources;
     let mut res = json!({ "requests": resources(r.requests.cpu_millis, r.requests.memory_bytes) });
     if let Some(l) = &r.limits {
@@ -244,7 +284,7 @@ pub fn pod_in(
         "resources": res,
         "volumeMounts": mounts,
         // `baseline` and two of `restricted`'s rules that cost an app nothing it should
-        // rely on: no setuid gains (no_new_privs) and seccomp below. Running as non-root is
+        // rely on: no setuid gains (no_new_privs) and seccomp (the pod's, in `pod_in`). Running as non-root is
         // the image's choice (docs/kubernetes-adapter.md, "Pod Security").
         "securityContext": { "allowPrivilegeEscalation": false },
     });
@@ -254,33 +294,7 @@ pub fn pod_in(
     if !w.args.is_empty() {
         container["args"] = json!(w.args);
     }
-    let mut spec = json!({
-        "restartPolicy": "Never",
-        "automountServiceAccountToken": false,
-        "enableServiceLinks": false,
-        "securityContext": pod_context(),
-        "containers": [container],
-        "volumes": pod_volumes,
-    });
-    if !plan.pull_credentials.is_empty() {
-        spec["imagePullSecrets"] = json!([{ "name": PULL_SECRET_NAME }]);
-    }
-    if let Some(class) = &config.runtime_class {
-        spec["runtimeClassName"] = json!(class);
-    }
-    if !config.node_selector.is_empty() {
-        spec["nodeSelector"] = json!(config.node_selector.labels());
-    }
-    typed(with_hash(json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": workload_labels(&plan.id, &w.name),
-            "annotations": { DIGEST_ANNOTATION: digest_of(w) },
-        },
-        "spec": spec,
-    })))
+    Ok(container)
 }
 
 /// A volume's claim name: the volume's own, a DNS label.

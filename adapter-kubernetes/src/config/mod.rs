@@ -122,6 +122,21 @@ pub struct Config {
     pub container_limits: ContainerLimits,
 }
 
+impl Config {
+    /// Puts on a pod's `spec` where app pods run: `runtime_class` (whose
+    /// scheduling may take them to their nodes) and `node_selector`. The
+    /// adapter's pods that stand in for an app's (its egress gateway, the
+    /// canary) run there too.
+    pub fn place_as_apps(&self, spec: &mut serde_json::Value) {
+        if let Some(class) = &self.runtime_class {
+            spec["runtimeClassName"] = serde_json::json!(class);
+        }
+        if !self.node_selector.is_empty() {
+            spec["nodeSelector"] = serde_json::json!(self.node_selector.labels());
+        }
+    }
+}
+
 /// Node labels app pods are limited to, parsed from "key=value,key=value".
 /// Empty selects every node.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -348,12 +348,7 @@ fn pod(config: &Config, role: &str) -> Result<Pod, Error> {
     });
     // The canary checks the network the app pods get (O-43): it runs where they run, under
     // their RuntimeClass (which may carry the scheduling to their nodes) as the gateway does.
-    if let Some(class) = &config.runtime_class {
-        spec["runtimeClassName"] = json!(class);
-    }
-    if !config.node_selector.is_empty() {
-        spec["nodeSelector"] = json!(config.node_selector.labels());
-    }
+    config.place_as_apps(&mut spec);
     kit::typed(kit::with_hash(json!({
         "apiVersion": "v1",
         "kind": "Pod",

@@ -227,12 +227,7 @@ pub fn gateway_pod(
     if let Some(deadline) = deadline {
         spec["activeDeadlineSeconds"] = json!(deadline.as_secs().max(1));
     }
-    if let Some(class) = &config.runtime_class {
-        spec["runtimeClassName"] = json!(class);
-    }
-    if !config.node_selector.is_empty() {
-        spec["nodeSelector"] = json!(config.node_selector.labels());
-    }
+    config.place_as_apps(&mut spec);
     typed(with_hash(json!({
         "apiVersion": "v1",
         "kind": "Pod",

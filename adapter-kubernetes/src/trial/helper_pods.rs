@@ -19,7 +19,7 @@ use pando_adapter_sdk::kube::{Api, DeleteParams, ExecParams};
 use pando_adapter_sdk::kubernetes as raw;
 use pando_adapter_sdk::time;
 use pando_adapter_sdk::types::Error;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::config::Config;
 use crate::kit::{self, app_labels, pods, post, security};
@@ -65,70 +65,7 @@ impl HelperPod {
         mount: Option<Mount<'_>>,
         node: Option<&str>,
     ) -> Result<HelperPod, Error> {
-        let mut labels = app_labels(id);
-        labels[HELPER_LABEL] = json!(purpose);
-        let mut container = json!({
-            "name": CONTAINER,
-            "image": config.helper_image,
-            // Sleeps until exec'd into and deleted; ends itself at the deadline.
-            "command": ["sh", "-c", "exec sleep 3600"],
-            // A limit of its own: the admission policy wants one on every pod, and the
-            // canary's and edge's namespaces have no LimitRange to give it.
-            "resources": { "requests": { "cpu": "10m", "memory": "16Mi" },
-                           "limits": { "memory": "128Mi" } },
-            "securityContext": if mount.is_some() {
-                // A volume's files are of any owner (docs/kubernetes-adapter.md, "Pod
-                // Security"): `baseline`, with the few capabilities that takes.
-                security::volume_helper_context()
-            } else {
-                security::restricted_context(security::HELPER_UID)
-            },
-        });
-        let pod_context = security::pod_context();
-        let mut spec = json!({
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": false,
-            "enableServiceLinks": false,
-            "securityContext": pod_context,
-            "activeDeadlineSeconds": HELPER_LIFETIME.as_secs(),
-            "terminationGracePeriodSeconds": 1,
-        });
-        if let Some(m) = &mount {
-            container["volumeMounts"] =
-                json!([{ "name": "data", "mountPath": m.path, "readOnly": m.read_only }]);
-            spec["volumes"] = json!([{
-                "name": "data",
-                "persistentVolumeClaim": { "claimName": m.claim, "readOnly": m.read_only },
-            }]);
-        }
-        spec["containers"] = json!([container]);
-        // The app's runtime class: a helper handles the app's data, and the class's scheduling
-        // is what lets it onto the nodes the app's pods run on (a tainted pool's toleration).
-        if let Some(class) = &config.runtime_class {
-            spec["runtimeClassName"] = json!(class);
-        }
-        if let Some(node) = node {
-            // Through the scheduler, not `nodeName`: the host's object policy refuses a pod that
-            // names its node (it would skip admission of its placement), and so may the cluster.
-            // A cordoned node (one being drained) still takes it, as `nodeName` did: the
-            // volume's user runs there, and its data must be reachable to be saved.
-            spec["affinity"] = json!({ "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": [{
-                    "matchFields": [{ "key": "metadata.name", "operator": "In", "values": [node] }],
-                }] },
-            } });
-            spec["tolerations"] = json!([{
-                "key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule",
-            }]);
-        } else if !config.node_selector.is_empty() {
-            spec["nodeSelector"] = json!(config.node_selector.labels());
-        }
-        let pod: Pod = kit::typed(json!({
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": { "name": name, "labels": labels },
-            "spec": spec,
-        }))?;
+        let pod = helper_pod(config, id, name, purpose, mount.as_ref(), node)?;
         let api = Api::<Pod>::namespaced(ns);
         let ctx = |e| Error::from(e).context(&format!("helper pod `{ns}/{name}`"));
         // A helper left by a call the host stopped is in the way: it goes. A pod of that name
@@ -227,6 +164,92 @@ impl HelperPod {
                     self.namespace, self.name
                 ))
             })
+    }
+}
+
+/// Helper `name` of app `id`, for `purpose`: its pod (see [`HelperPod::start`]).
+fn helper_pod(
+    config: &Config,
+    id: &str,
+    name: &str,
+    purpose: &str,
+    mount: Option<&Mount<'_>>,
+    node: Option<&str>,
+) -> Result<Pod, Error> {
+    let mut labels = app_labels(id);
+    labels[HELPER_LABEL] = json!(purpose);
+    let mut container = container(config, mount.is_some());
+    let pod_context = security::pod_context();
+    let mut spec = json!({
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": false,
+        "enableServiceLinks": false,
+        "securityContext": pod_context,
+        "activeDeadlineSeconds": HELPER_LIFETIME.as_secs(),
+        "terminationGracePeriodSeconds": 1,
+    });
+    if let Some(m) = mount {
+        container["volumeMounts"] =
+            json!([{ "name": "data", "mountPath": m.path, "readOnly": m.read_only }]);
+        spec["volumes"] = json!([{
+            "name": "data",
+            "persistentVolumeClaim": { "claimName": m.claim, "readOnly": m.read_only },
+        }]);
+    }
+    spec["containers"] = json!([container]);
+    // The app's runtime class: a helper handles the app's data, and the class's scheduling
+    // is what lets it onto the nodes the app's pods run on (a tainted pool's toleration).
+    if let Some(class) = &config.runtime_class {
+        spec["runtimeClassName"] = json!(class);
+    }
+    place(&mut spec, config, node);
+    kit::typed(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": name, "labels": labels },
+        "spec": spec,
+    }))
+}
+
+/// The helper's container; `mounts` a volume or not.
+fn container(config: &Config, mounts: bool) -> Value {
+    json!({
+        "name": CONTAINER,
+        "image": config.helper_image,
+        // Sleeps until exec'd into and deleted; ends itself at the deadline.
+        "command": ["sh", "-c", "exec sleep 3600"],
+        // A limit of its own: the admission policy wants one on every pod, and the
+        // canary's and edge's namespaces have no LimitRange to give it.
+        "resources": { "requests": { "cpu": "10m", "memory": "16Mi" },
+                       "limits": { "memory": "128Mi" } },
+        "securityContext": if mounts {
+            // A volume's files are of any owner (docs/kubernetes-adapter.md, "Pod
+            // Security"): `baseline`, with the few capabilities that takes.
+            security::volume_helper_context()
+        } else {
+            security::restricted_context(security::HELPER_UID)
+        },
+    })
+}
+
+/// Where the helper runs: on `node` when given, else where the configured
+/// node selector says.
+fn place(spec: &mut Value, config: &Config, node: Option<&str>) {
+    if let Some(node) = node {
+        // Through the scheduler, not `nodeName`: the host's object policy refuses a pod that
+        // names its node (it would skip admission of its placement), and so may the cluster.
+        // A cordoned node (one being drained) still takes it, as `nodeName` did: the
+        // volume's user runs there, and its data must be reachable to be saved.
+        spec["affinity"] = json!({ "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": [{
+                "matchFields": [{ "key": "metadata.name", "operator": "In", "values": [node] }],
+            }] },
+        } });
+        spec["tolerations"] = json!([{
+            "key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule",
+        }]);
+    } else if !config.node_selector.is_empty() {
+        spec["nodeSelector"] = json!(config.node_selector.labels());
     }
 }
 
