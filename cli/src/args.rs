@@ -71,6 +71,21 @@ pub struct Global {
     /// default `warn`).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Colour in the log lines: `auto` only when stderr is a terminal and
+    /// `NO_COLOR` is unset.
+    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+}
+
+/// When to colour what `pando-host` writes to a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    /// When stderr is a terminal and `NO_COLOR` is unset.
+    Auto,
+    /// Always, into pipes and files too.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// How results are printed.
@@ -184,6 +199,12 @@ pub enum Verb {
     /// need, `check` asks the cluster what the identity may really do.
     #[command(subcommand)]
     Grants(crate::grants_cmd::GrantsVerb),
+    /// Print a shell's completion script for `pando-host` (bash, zsh, fish,
+    /// elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `conformance` flags (with the global `--grants`, `--config`,

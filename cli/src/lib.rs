@@ -14,6 +14,7 @@ pub mod input;
 pub mod inspect;
 pub mod output;
 pub mod session;
+pub mod shell;
 pub mod streams;
 pub mod verbs;
 
@@ -23,14 +24,14 @@ use clap::Parser;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
-use args::{Cli, Format, LogFormat, Verb, VolumeVerb};
+use args::{Cli, Color, Format, LogFormat, Verb, VolumeVerb};
 use failure::{Failure, Outcome};
 use session::Call;
 
 /// Runs the command line; the process's exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.global.log_format);
+    init_logging(cli.global.log_format, cli.global.color);
     let format = cli.global.output;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -49,17 +50,18 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Log lines on stderr, filtered by `RUST_LOG` (default `warn`).
-fn init_logging(format: LogFormat) {
+/// Log lines on stderr, filtered by `RUST_LOG` (default `warn`), coloured
+/// as `--color` says.
+fn init_logging(format: LogFormat, color: Color) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     // A span's close is the one event a call makes by itself (`adapter_call`
     // with its method, outcome and duration): shown at `info`.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-        // Colour only for a terminal: escape codes in a pipe or a file are
-        // noise to every reader but a terminal.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // Colour by default only for a terminal: escape codes in a pipe or
+        // a file are noise to every reader but a terminal.
+        .with_ansi(shell::colour(color))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -92,6 +94,9 @@ async fn dispatch(cli: Cli) -> Outcome {
         return Err(Failure::input(
             "`-o junit` is only for `conformance`; use text, json or yaml",
         ));
+    }
+    if let Verb::Completions { shell } = &verb {
+        return shell::completions(*shell);
     }
     if let Verb::Grants(g) = &verb {
         return grants_cmd::run(&global, g).await;
@@ -185,6 +190,8 @@ async fn run_verb(call: &Call, verb: &Verb) -> Outcome {
         Verb::Trial { request } => verbs::trial(call, request).await,
         Verb::HasImage { image } => verbs::has_image(call, image).await,
         Verb::Conformance(_) => Err(Failure::input("conformance loads the adapter itself")),
-        Verb::Grants(_) => Err(Failure::input("grants takes no adapter")),
+        Verb::Grants(_) | Verb::Completions { .. } => {
+            Err(Failure::input("this verb takes no adapter"))
+        }
     }
 }
