@@ -21,8 +21,8 @@ use pando_adapter_sdk::types::{EgressPolicy, Error, NetworkRules};
 use serde_json::{Value, json};
 
 use crate::config::{Cidr, Config};
-use crate::kit::security;
 use crate::kit::{app_labels, typed, with_hash};
+use crate::kit::{names, security};
 
 /// The gateway's pod, Service and policy name; a workload may not take it.
 pub const GATEWAY_NAME: &str = "pando-egress-gateway";
@@ -86,7 +86,7 @@ pub fn egress(config: &Config, id: &str, network: &NetworkRules) -> Result<Egres
                         out.rules.push(entry);
                     }
                     Err(_) => {
-                        check_host(&rule.destination).map_err(|why| {
+                        names::check_egress_host(&rule.destination).map_err(|why| {
                             Error::Invalid(format!(
                                 "egress destination `{}` of app `{id}` {why}",
                                 rule.destination
@@ -123,22 +123,6 @@ pub fn egress(config: &Config, id: &str, network: &NetworkRules) -> Result<Egres
         }
     }
     Ok(out)
-}
-
-/// A host name an egress rule may give: DNS labels, the first one `*` for
-/// every subdomain.
-fn check_host(host: &str) -> Result<(), String> {
-    if host.is_empty() || host.len() > 253 {
-        return Err("is neither a CIDR nor a host name".into());
-    }
-    for (i, label) in host.split('.').enumerate() {
-        if i == 0 && label == "*" {
-            continue;
-        }
-        crate::kit::names::check_dns_label(&label.to_ascii_lowercase())
-            .map_err(|why| format!("is neither a CIDR nor a host name: label `{label}` {why}"))?;
-    }
-    Ok(())
 }
 
 fn port_entries(ports: &[u16]) -> Value {

@@ -179,6 +179,22 @@ pub fn check_path_segment_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// A host name an egress rule may give: DNS labels, the first one `*` for
+/// every subdomain.
+pub fn check_egress_host(host: &str) -> Result<(), String> {
+    if host.is_empty() || host.len() > MAX_SUBDOMAIN {
+        return Err("is neither a CIDR nor a host name".into());
+    }
+    for (i, label) in host.split('.').enumerate() {
+        if i == 0 && label == "*" {
+            continue;
+        }
+        check_dns_label(&label.to_ascii_lowercase())
+            .map_err(|why| format!("is neither a CIDR nor a host name: label `{label}` {why}"))?;
+    }
+    Ok(())
+}
+
 /// The name part of a label key, and a non-empty label value: at most 63
 /// letters, digits, `-`, `_` and `.`, starting and ending with a letter or
 /// digit.
