@@ -300,8 +300,13 @@ pub fn wait_for_deletion<K>(
         let uid = meta.metadata.uid;
         let version = meta.metadata.resource_version.unwrap_or_default();
         let by_name = WatchParams::default().fields(&format!("metadata.name={name}"));
-        let mut stream =
-            WatchStream::<PartialObjectMeta<K>>::new(api.open_watch(&by_name, &version)?);
+        let mut stream = match api.open_watch(&by_name, &version) {
+            Ok(raw) => WatchStream::<PartialObjectMeta<K>>::new(raw),
+            // Compacted between the read and the watch: read again.
+            Err(e) if e.is_gone() && monotonic_clock::now() < until => continue,
+            Err(e) if e.is_gone() => return Ok(false),
+            Err(e) => return Err(e),
+        };
         loop {
             let left = Duration::from_nanos(until.saturating_sub(monotonic_clock::now()));
             if left.is_zero() {
