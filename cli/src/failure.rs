@@ -90,12 +90,53 @@ impl Failure {
 /// A call error's message: the adapter's own words when it answered.
 fn call_message(e: &CallError) -> String {
     match e.adapter_error() {
-        Some(a) => a.message(),
+        Some(a) => grant_once(&a.message()),
         None => e.to_string(),
     }
+}
+
+/// A denial's message with its proposed grant once: the host's message
+/// already ends with the rule to add, and the guest SDK appends it again as
+/// ` (missing grant: RULE)`; that repetition is dropped.
+pub fn grant_once(message: &str) -> String {
+    const MARK: &str = " (missing grant: ";
+    let mut out = message.to_string();
+    while let Some(i) = out.rfind(MARK) {
+        let rest = &out[i + MARK.len()..];
+        let Some(end) = rest.find(')') else {
+            break;
+        };
+        // The rule is flow YAML and holds no `)`: the first one ends it.
+        let grant = &rest[..end];
+        if grant.is_empty() || !out[..i].contains(grant) {
+            break;
+        }
+        out = format!("{}{}", &out[..i], &rest[end + 1..]);
+    }
+    out
 }
 
 /// An exit code for a process's exit status: 0–255 as is, anything else 1.
 pub fn exit_status_code(code: i32) -> u8 {
     u8::try_from(code).unwrap_or(EXIT_CALL)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grant_once;
+
+    #[test]
+    fn a_proposed_grant_is_printed_once() {
+        let rule = r#"- {verbs: [get], resources: [pods], namespaces: ["pando-*"], except: ["pando-system"]}"#;
+        let twice = format!(
+            "apply: get pods denied: no grant rule allows it; to allow it, add to \
+             `kubernetes.rules`: {rule} (missing grant: {rule})"
+        );
+        let once = grant_once(&twice);
+        assert_eq!(once.matches(rule).count(), 1, "{once}");
+        assert!(once.ends_with(rule), "{once}");
+        // A grant named only in the suffix stays.
+        let only = format!("forbidden (missing grant: {rule})");
+        assert_eq!(grant_once(&only), only);
+    }
 }

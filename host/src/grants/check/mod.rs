@@ -47,6 +47,30 @@ pub fn pattern_matches(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|&b| b == b'*')
 }
 
+/// Pando's own namespace, which a pattern over app namespaces leaves out.
+pub const PANDO_SYSTEM: &str = "pando-system";
+
+/// The namespaces a proposed grant names for a request in `ns`, as the
+/// grants file's flow YAML: `["pando-*"], except: ["pando-system"]` for one
+/// of Pando's app namespaces (`pando-<app>`: an adapter that reaches one
+/// app's namespace reaches every app's), `["NS"]` otherwise.
+pub fn namespace_pattern(ns: &str) -> String {
+    match ns.strip_prefix("pando-") {
+        Some(app) if !app.is_empty() && ns != PANDO_SYSTEM => {
+            format!("[\"pando-*\"], except: [\"{PANDO_SYSTEM}\"]")
+        }
+        _ => format!("[\"{ns}\"]"),
+    }
+}
+
+/// The grant rule proposed for `verb` on `resource` (as a grant spells it)
+/// in namespace `ns`, or across all namespaces for `None`: one line for
+/// `kubernetes.rules`, over the namespace pattern of [`namespace_pattern`].
+pub fn proposed_rule(verb: Verb, resource: &str, ns: Option<&str>) -> String {
+    let namespaces = ns.map_or_else(|| "[\"*\"]".to_string(), namespace_pattern);
+    format!("- {{verbs: [{verb}], resources: [{resource}], namespaces: {namespaces}}}")
+}
+
 /// A refused request, for the adapter and the operator.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Denial {
@@ -192,13 +216,14 @@ impl Checker {
             };
         }
         let missing_grant = match scope {
-            Scope::Namespace(ns) => {
-                format!("- {{verbs: [{verb}], resources: [{spelling}], namespaces: [\"{ns}\"]}}")
-            }
-            Scope::AllNamespaces => {
-                format!("- {{verbs: [{verb}], resources: [{spelling}], namespaces: [\"*\"]}}")
-            }
+            Scope::Namespace(ns) => proposed_rule(verb, spelling, Some(ns)),
+            Scope::AllNamespaces => proposed_rule(verb, spelling, None),
+            // A namespace's own name is matched as a namespace is.
             Scope::Cluster => match name {
+                Some(n) if spelling == "namespaces" => format!(
+                    "- {{verbs: [{verb}], resources: [{spelling}], cluster: true, names: {}}}",
+                    namespace_pattern(n)
+                ),
                 Some(n) => format!(
                     "- {{verbs: [{verb}], resources: [{spelling}], cluster: true, names: [\"{n}\"]}}"
                 ),

@@ -226,8 +226,80 @@ fn subresource_needs_its_own_grant() {
     ));
     assert_eq!(
         d.missing_grant,
-        r#"- {verbs: [create], resources: [pods/exec], namespaces: ["pando-x"]}"#
+        r#"- {verbs: [create], resources: [pods/exec], namespaces: ["pando-*"], except: ["pando-system"]}"#
     );
+}
+
+/// The checker over one proposed rule, as an author would paste it.
+fn checker_of(rule: &str) -> Checker {
+    let g = Grants::from_text("t", &format!("kubernetes:\n  rules:\n  {rule}\n"))
+        .unwrap_or_else(|e| panic!("the proposed rule does not load: {e}\n{rule}"));
+    Checker::new(g.kubernetes.as_ref().expect("kubernetes section"))
+}
+
+#[test]
+fn a_denial_in_an_app_namespace_proposes_the_app_pattern_once() {
+    let c = Checker::new(&KubernetesGrants::default());
+    let (verb, t) = req(Method::Get, "/api/v1/namespaces/pando-hello/pods/web", &[]);
+    let d = denial(c.check(verb, &t, None));
+    assert_eq!(
+        d.missing_grant,
+        r#"- {verbs: [get], resources: [pods], namespaces: ["pando-*"], except: ["pando-system"]}"#
+    );
+    assert_eq!(
+        d.message.matches(&d.missing_grant).count(),
+        1,
+        "{}",
+        d.message
+    );
+    assert!(
+        !d.missing_grant.contains("pando-hello"),
+        "{}",
+        d.missing_grant
+    );
+    // Pasted, it allows this app's request and another app's, and not
+    // Pando's own namespace.
+    let pasted = checker_of(&d.missing_grant);
+    assert_eq!(pasted.check(verb, &t, None), Decision::Allow { rule: 0 });
+    let (_, other) = req(Method::Get, "/api/v1/namespaces/pando-shop/pods/db", &[]);
+    assert_eq!(
+        pasted.check(verb, &other, None),
+        Decision::Allow { rule: 0 }
+    );
+    let (_, system) = req(Method::Get, "/api/v1/namespaces/pando-system/pods/x", &[]);
+    denial(pasted.check(verb, &system, None));
+    // Creating an app's namespace: the names pattern, likewise.
+    let (verb, t) = req(Method::Delete, "/api/v1/namespaces/pando-hello", &[]);
+    let d = denial(c.check(verb, &t, None));
+    assert_eq!(
+        d.missing_grant,
+        r#"- {verbs: [delete], resources: [namespaces], cluster: true, names: ["pando-*"], except: ["pando-system"]}"#
+    );
+    assert_eq!(
+        checker_of(&d.missing_grant).check(verb, &t, None),
+        Decision::Allow { rule: 0 }
+    );
+}
+
+#[test]
+fn a_denial_elsewhere_proposes_the_exact_namespace() {
+    let c = Checker::new(&KubernetesGrants::default());
+    for ns in ["pando-system", "kube-system", "shop"] {
+        let (verb, t) = req(
+            Method::Get,
+            &format!("/api/v1/namespaces/{ns}/pods/web"),
+            &[],
+        );
+        let d = denial(c.check(verb, &t, None));
+        assert_eq!(
+            d.missing_grant,
+            format!(r#"- {{verbs: [get], resources: [pods], namespaces: ["{ns}"]}}"#)
+        );
+        assert_eq!(
+            checker_of(&d.missing_grant).check(verb, &t, None),
+            Decision::Allow { rule: 0 }
+        );
+    }
 }
 
 #[test]
