@@ -60,9 +60,13 @@ pub struct Global {
     #[arg(long, global = true)]
     pub no_cache: bool,
     /// After the verb, write which Kubernetes grants were used, which were
-    /// never needed, and what was denied (JSON) to FILE (`-`: stderr).
+    /// never needed, and what was denied to FILE (`-`: stderr).
     #[arg(long, global = true, value_name = "FILE")]
     pub grants_report: Option<PathBuf>,
+    /// The grants report's form (default: text to a terminal, JSON to a
+    /// file or a pipe).
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    pub grants_report_format: Option<crate::grants_report::ReportFormat>,
     /// After the verb, write the host's metrics (OpenMetrics text: calls,
     /// instances, denials, throttling, held bytes) to FILE (`-`: stderr).
     #[arg(long, global = true, value_name = "FILE")]
@@ -118,6 +122,9 @@ pub enum Verb {
         /// The component file.
         component: PathBuf,
     },
+    /// Write a new adapter crate from the template, ready for `cargo build`
+    /// and `conformance`.
+    New(crate::new::NewArgs),
     /// Converge an app toward a plan (a BundlePlan in YAML or JSON; `-` reads stdin).
     Apply {
         /// The plan file.

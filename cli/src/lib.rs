@@ -10,8 +10,10 @@ pub mod args;
 pub mod conformance;
 pub mod failure;
 pub mod grants_cmd;
+pub mod grants_report;
 pub mod input;
 pub mod inspect;
+pub mod new;
 pub mod output;
 pub mod session;
 pub mod shell;
@@ -101,6 +103,9 @@ async fn dispatch(cli: Cli) -> Outcome {
     if let Verb::Grants(g) = &verb {
         return grants_cmd::run(&global, g).await;
     }
+    if let Verb::New(args) = &verb {
+        return new::new(args);
+    }
     if let Verb::Inspect { component } = &verb {
         return inspect::inspect(&global, component).await;
     }
@@ -116,7 +121,10 @@ async fn dispatch(cli: Cli) -> Outcome {
     };
     let result = run_verb(&call, &verb).await;
     if let Some(path) = &global.grants_report {
-        write_grants_report(&call.adapter, path)?;
+        let format = global
+            .grants_report_format
+            .unwrap_or_else(|| grants_report::default_format(path));
+        write_grants_report(&call.adapter, path, format)?;
     }
     if let Some(path) = &global.metrics {
         write_out("the metrics", path, call.adapter.metrics())?;
@@ -141,20 +149,25 @@ fn write_out(what: &str, path: &std::path::Path, text: String) -> Outcome {
 }
 
 /// The grant usage report, after the verb ran (whatever its outcome).
-fn write_grants_report(adapter: &pando_host::Adapter, path: &std::path::Path) -> Outcome {
+fn write_grants_report(
+    adapter: &pando_host::Adapter,
+    path: &std::path::Path,
+    format: grants_report::ReportFormat,
+) -> Outcome {
     let Some(report) = adapter.grant_report() else {
         eprintln!("note: no grants report: the adapter has no Kubernetes grants");
         return Ok(());
     };
-    let json = serde_json::to_string_pretty(&report)
+    let text = grants_report::render(&report, format)
         .map_err(|e| Failure::input(format!("rendering the grants report: {e}")))?;
-    write_out("the grants report", path, json + "\n")?;
+    write_out("the grants report", path, text)?;
     Ok(())
 }
 
 async fn run_verb(call: &Call, verb: &Verb) -> Outcome {
     match verb {
         Verb::Inspect { .. } => Err(Failure::input("inspect takes no adapter")),
+        Verb::New(_) => Err(Failure::input("new takes no adapter")),
         Verb::Apply { plan } => verbs::apply(call, plan).await,
         Verb::Observe { app } => verbs::observe(call, app).await,
         Verb::Stop { app } => verbs::stop(call, app).await,

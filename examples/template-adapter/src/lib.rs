@@ -568,6 +568,9 @@ fn pod_spec(w: &WorkloadSpec, plan: &BundlePlan) -> Value {
         // app nothing it should rely on: the default seccomp profile, no
         // setuid gains. Running as non-root is the image's choice.
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        // An app has no business with the Kubernetes API: no token mounted
+        // (the host's pod rules refuse a pod that would mount one).
+        "automountServiceAccountToken": false,
         "containers": [{
             "name": w.name,
             "image": image,

@@ -1,0 +1,459 @@
+//! `pando-host new NAME`: a new adapter crate, written from the repository's
+//! template adapter (`examples/template-adapter`, compiled into the binary),
+//! ready for a plain `cargo build` and a conformance run: its own toolchain
+//! pin, a `.cargo/config.toml` building for `wasm32-wasip2`, the SDK
+//! dependency, grants, configuration and a README with the commands.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::failure::{Failure, Outcome};
+
+/// The template's source, grants, configuration and lock file.
+const TEMPLATE_LIB: &str = include_str!("../../examples/template-adapter/src/lib.rs");
+const TEMPLATE_GRANTS: &str = include_str!("../../examples/template-adapter/grants.yaml");
+const TEMPLATE_CONFIG: &str = include_str!("../../examples/template-adapter/config.yaml");
+const TEMPLATE_LOCK: &str = include_str!("../../examples/template-adapter/Cargo.lock");
+/// The workspace's toolchain pin, whose channel the new crate gets.
+const WORKSPACE_TOOLCHAIN: &str = include_str!("../../rust-toolchain.toml");
+
+/// `new` flags.
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The crate's name (lowercase letters, digits, `-` and `_`, starting
+    /// with a letter): `my-adapter`.
+    pub name: String,
+    /// Where to write it (default: `./NAME`); must not exist, or be empty.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Where the new crate gets `pando-adapter-sdk` from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SdkSource {
+    /// By path: the `guest-sdk/` of the checkout this `pando-host` was
+    /// built from, which still exists.
+    Path(PathBuf),
+    /// By version, from the registry: `pando-host` was built elsewhere.
+    Version(String),
+}
+
+impl SdkSource {
+    /// The checkout's SDK when it is there, else this release's version.
+    pub fn find() -> SdkSource {
+        let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
+        let is_sdk = std::fs::read_to_string(sdk.join("Cargo.toml"))
+            .is_ok_and(|t| t.contains("name = \"pando-adapter-sdk\""));
+        match (is_sdk, sdk.canonicalize()) {
+            (true, Ok(path)) => SdkSource::Path(path),
+            _ => SdkSource::Version(env!("CARGO_PKG_VERSION").to_string()),
+        }
+    }
+
+    /// The dependency line of `Cargo.toml`.
+    fn dependency(&self) -> String {
+        match self {
+            SdkSource::Path(p) => format!(
+                "# By path: the SDK of the Pando checkout `pando-host new` ran from.\n\
+                 pando-adapter-sdk = {{ path = {} }}\n",
+                toml_string(&p.to_string_lossy())
+            ),
+            SdkSource::Version(v) => format!(
+                "# By version, from your registry. Without one that has it, point at a checkout\n\
+                 # of Pando: pando-adapter-sdk = {{ path = \"/path/to/pando/guest-sdk\" }}\n\
+                 pando-adapter-sdk = \"{v}\"\n"
+            ),
+        }
+    }
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Words Rust reserves, which cargo refuses as crate names; and the
+/// crates every build links.
+const RESERVED: &[&str] = &[
+    "as",
+    "async",
+    "await",
+    "break",
+    "const",
+    "continue",
+    "crate",
+    "dyn",
+    "else",
+    "enum",
+    "extern",
+    "false",
+    "fn",
+    "for",
+    "if",
+    "impl",
+    "in",
+    "let",
+    "loop",
+    "match",
+    "mod",
+    "move",
+    "mut",
+    "pub",
+    "ref",
+    "return",
+    "self",
+    "Self",
+    "static",
+    "struct",
+    "super",
+    "trait",
+    "true",
+    "type",
+    "unsafe",
+    "use",
+    "where",
+    "while",
+    "abstract",
+    "become",
+    "box",
+    "do",
+    "final",
+    "macro",
+    "override",
+    "priv",
+    "try",
+    "typeof",
+    "unsized",
+    "virtual",
+    "yield",
+    "gen",
+    "std",
+    "core",
+    "alloc",
+    "proc_macro",
+    "test",
+];
+
+/// Whether `name` is a crate name `cargo` takes without a warning; the
+/// reason and the fix when not.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let fix = "use lowercase ASCII letters, digits, `-` and `_`, starting with a letter \
+               (`my-adapter`)";
+    let first = name.chars().next();
+    let why = if name.is_empty() {
+        "it is empty".to_string()
+    } else if !first.is_some_and(|c| c.is_ascii_lowercase()) {
+        "it does not start with a lowercase letter".to_string()
+    } else if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '_'))
+    {
+        format!("it contains `{c}`")
+    } else if name.len() > 64 {
+        "it is longer than 64 characters".to_string()
+    } else if RESERVED.contains(&name.replace('-', "_").as_str()) {
+        "Rust reserves it".to_string()
+    } else if name == "pando-adapter-sdk" || name == "pando_adapter_sdk" {
+        "it is the SDK's own name".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(format!("`{name}` is not a valid crate name: {why}; {fix}"))
+}
+
+/// `my-adapter` → `MyAdapter`, the adapter type's name.
+fn type_name(name: &str) -> String {
+    name.split(['-', '_'])
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The template's source with the new name: its type, its kind, its
+/// description. Each piece replaced must be in the template (a unit test
+/// holds it), so a reworded template fails that test, not an author.
+const RENAMES: &[(&str, &str)] = &[
+    ("pub struct Template {", "pub struct {Type} {"),
+    ("impl Adapter for Template {", "impl Adapter for {Type} {"),
+    ("Ok(Template {", "Ok({Type} {"),
+    ("export_adapter!(Template);", "export_adapter!({Type});"),
+    ("kind: \"template\".into(),", "kind: \"{name}\".into(),"),
+    (
+        "description: \"A template adapter: one bare pod per workload on Kubernetes.\".into(),",
+        "description: \"{name}: one bare pod per workload on Kubernetes.\".into(),",
+    ),
+];
+
+/// `src/lib.rs` of the new crate.
+pub fn lib_rs(name: &str) -> String {
+    let ty = type_name(name);
+    let mut src = format!(
+        "//! `{name}`: a Pando runtime adapter, written by `pando-host new` from\n\
+         //! Pando's template adapter (examples/template-adapter). Make it yours:\n\
+         //! docs/authoring.md walks through every method.\n//!\n"
+    );
+    let mut body = TEMPLATE_LIB.to_string();
+    for (from, to) in RENAMES {
+        body = body.replace(from, &to.replace("{Type}", &ty).replace("{name}", name));
+    }
+    src.push_str(&body);
+    src
+}
+
+/// `rust-toolchain.toml`: the workspace's channel, with the component target.
+pub fn toolchain() -> String {
+    let channel = WORKSPACE_TOOLCHAIN
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("channel"))
+        .and_then(|rest| rest.split('"').nth(1))
+        .unwrap_or("stable");
+    format!(
+        "# The toolchain Pando is built and tested with.\n\
+         [toolchain]\n\
+         channel = \"{channel}\"\n\
+         targets = [\"wasm32-wasip2\"]\n\
+         components = [\"rustfmt\", \"clippy\"]\n\
+         profile = \"minimal\"\n"
+    )
+}
+
+/// `.cargo/config.toml`: builds for `wasm32-wasip2` unless told otherwise.
+pub const CARGO_CONFIG: &str = "\
+# An adapter is a WebAssembly component: `cargo build` builds for wasm32-wasip2.
+# (Linked for the host target instead, the cdylib fails with
+# `rust-lld: ; expected, but got :`.) Native unit tests take the host's target:
+#   cargo test --target \"$(rustc -vV | sed -n 's/^host: //p')\"
+[build]
+target = \"wasm32-wasip2\"
+";
+
+/// `Cargo.toml` of the new crate.
+pub fn cargo_toml(name: &str, sdk: &SdkSource) -> String {
+    format!(
+        "[package]\n\
+         name = \"{name}\"\n\
+         version = \"0.1.0\"\n\
+         edition = \"2024\"\n\
+         publish = false\n\n\
+         # A workspace of its own (leave this out if the crate joins yours).\n\
+         [workspace]\n\n\
+         [lib]\n\
+         # A component is a `cdylib` built for `wasm32-wasip2`.\n\
+         crate-type = [\"cdylib\"]\n\n\
+         [dependencies]\n\
+         {}\
+         # Use the SDK's `kube::k8s_openapi` re-export rather than k8s-openapi itself.\n\
+         serde = {{ version = \"1\", features = [\"derive\"] }}\n\
+         serde_json = \"1\"\n\n\
+         [profile.release]\n\
+         opt-level = \"s\"\n",
+        sdk.dependency()
+    )
+}
+
+/// `Cargo.lock`: the template's, the versions Pando is tested with.
+pub fn cargo_lock(name: &str) -> String {
+    TEMPLATE_LOCK.replace("name = \"template-adapter\"", &format!("name = \"{name}\""))
+}
+
+/// The README: what was written and the exact commands.
+pub fn readme(name: &str, sdk: &SdkSource) -> String {
+    let wasm = format!(
+        "target/wasm32-wasip2/release/{}.wasm",
+        name.replace('-', "_")
+    );
+    let (sdk_line, cluster, kubeconfig) = match sdk {
+        SdkSource::Path(p) => {
+            let root = p.parent().unwrap_or(p).display().to_string();
+            (
+                format!(
+                    "`pando-adapter-sdk` comes **by path** from the Pando checkout this crate \
+                     was made from: `{}`. Move the crate freely; keep that checkout, or change \
+                     the path in `Cargo.toml`.",
+                    p.display()
+                ),
+                format!("{root}/scripts/cluster exec -- "),
+                format!("{root}/target/test-cluster/pando.kubeconfig"),
+            )
+        }
+        SdkSource::Version(v) => (
+            format!(
+                "`pando-adapter-sdk` comes **by version** (`{v}`) from your registry: \
+                 `pando-host` was not run from a Pando checkout. Without a registry that has \
+                 it, set `pando-adapter-sdk = {{ path = \"/path/to/pando/guest-sdk\" }}` in \
+                 `Cargo.toml`."
+            ),
+            String::new(),
+            "YOUR.kubeconfig".to_string(),
+        ),
+    };
+    format!(
+        "# {name}\n\n\
+         A Pando runtime adapter, written by `pando-host new` from Pando's template adapter: each \
+         app is a namespace `pando-<app>` with one bare pod (and one headless Service) per \
+         workload and one PersistentVolumeClaim per volume. Pando's docs/authoring.md explains \
+         every method of `src/lib.rs`.\n\n\
+         {sdk_line}\n\n\
+         | file | what it is |\n|---|---|\n\
+         | `src/lib.rs` | the adapter |\n\
+         | `grants.yaml` | what it may reach in Kubernetes through the host (deny by default) |\n\
+         | `config.yaml` | its configuration |\n\
+         | `rust-toolchain.toml` | the Rust toolchain Pando is tested with, with `wasm32-wasip2` |\n\
+         | `.cargo/config.toml` | builds for `wasm32-wasip2` by default |\n\
+         | `Cargo.lock` | the versions Pando's template is tested with |\n\n\
+         ## Build\n\n\
+         ```sh\n\
+         cargo build --release\n\
+         # → {wasm}\n\
+         ```\n\n\
+         Native unit tests: `cargo test --target \"$(rustc -vV | sed -n 's/^host: //p')\"`.\n\n\
+         ## Check it\n\n\
+         ```sh\n\
+         pando-host inspect {wasm} --grants grants.yaml\n\
+         {cluster}pando-host conformance {wasm} \\\n    \
+         --grants grants.yaml --config config.yaml --kubeconfig {kubeconfig}\n\
+         ```\n\n\
+         Exit 0: no case failed. The summary counts passes, failures and skips; `--only \
+         'C-APPLY-*'` reruns a few cases. A call the grants refuse fails `denied`, naming the \
+         rule to add to `grants.yaml`; `--grants-report -` after a verb lists the rules used and \
+         never used.\n"
+    )
+}
+
+/// Runs `pando-host new`.
+pub fn new(args: &NewArgs) -> Outcome {
+    check_name(&args.name).map_err(Failure::input)?;
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&args.name));
+    if let Ok(mut entries) = std::fs::read_dir(&dir) {
+        if entries.next().is_some() {
+            return Err(Failure::input(format!(
+                "{} exists and is not empty: name another directory with `--dir`, or remove it",
+                dir.display()
+            )));
+        }
+    } else if dir.exists() {
+        return Err(Failure::input(format!(
+            "{} exists and is not a directory: name another with `--dir`",
+            dir.display()
+        )));
+    }
+    let sdk = SdkSource::find();
+    let files: [(&str, String); 9] = [
+        ("Cargo.toml", cargo_toml(&args.name, &sdk)),
+        ("Cargo.lock", cargo_lock(&args.name)),
+        ("rust-toolchain.toml", toolchain()),
+        (".cargo/config.toml", CARGO_CONFIG.to_string()),
+        (".gitignore", "/target\n".to_string()),
+        ("src/lib.rs", lib_rs(&args.name)),
+        ("grants.yaml", TEMPLATE_GRANTS.to_string()),
+        ("config.yaml", TEMPLATE_CONFIG.to_string()),
+        ("README.md", readme(&args.name, &sdk)),
+    ];
+    for (path, text) in &files {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Failure::other(&format!("creating {}", parent.display()), e))?;
+        }
+        std::fs::write(&path, text)
+            .map_err(|e| Failure::other(&format!("writing {}", path.display()), e))?;
+    }
+    let how = match &sdk {
+        SdkSource::Path(p) => format!("the SDK by path, {}", p.display()),
+        SdkSource::Version(v) => format!("the SDK by version, {v}"),
+    };
+    println!("created {} in {} ({how})", args.name, dir.display());
+    println!(
+        "next: cd {} && cargo build --release; see README.md",
+        dir.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_cargo_would_refuse_are_refused_naming_the_fix() {
+        assert_eq!(check_name("my-adapter"), Ok(()));
+        assert_eq!(check_name("a_2"), Ok(()));
+        for (bad, why) in [
+            ("", "it is empty"),
+            ("2fast", "does not start with a lowercase letter"),
+            ("My", "does not start with a lowercase letter"),
+            ("my adapter", "contains ` `"),
+            ("my.adapter", "contains `.`"),
+            ("self", "Rust reserves it"),
+            ("test", "Rust reserves it"),
+        ] {
+            let e = check_name(bad).expect_err(bad);
+            assert!(
+                e.contains(why) && e.contains("(`my-adapter`)"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_rename_finds_its_text_in_the_template() {
+        for (from, _) in RENAMES {
+            assert!(
+                TEMPLATE_LIB.contains(from),
+                "examples/template-adapter/src/lib.rs no longer contains `{from}`: update \
+                 RENAMES in cli/src/new.rs"
+            );
+        }
+        let src = lib_rs("my-adapter");
+        assert!(!src.contains("Template"), "a `Template` is left");
+        assert!(src.contains("export_adapter!(MyAdapter);"));
+        assert!(src.contains("kind: \"my-adapter\".into(),"));
+        assert!(cargo_lock("my-adapter").contains("name = \"my-adapter\""));
+        assert!(!cargo_lock("my-adapter").contains("template-adapter"));
+    }
+
+    #[test]
+    fn the_toolchain_is_the_workspace_pin() {
+        let channel = WORKSPACE_TOOLCHAIN
+            .lines()
+            .find(|l| l.starts_with("channel"))
+            .expect("the workspace pins a channel");
+        assert!(toolchain().contains(channel), "{}", toolchain());
+        assert!(toolchain().contains("\"wasm32-wasip2\""));
+    }
+
+    #[test]
+    fn the_dependencies_are_the_templates() {
+        let template = include_str!("../../examples/template-adapter/Cargo.toml");
+        let mine = cargo_toml("x", &SdkSource::Version("0.1.0".into()));
+        let deps = |t: &str| -> Vec<String> {
+            t.split("[dependencies]")
+                .nth(1)
+                .and_then(|s| s.split("\n[").next())
+                .map(|s| {
+                    s.lines()
+                        .filter(|l| !l.starts_with('#') && l.contains('='))
+                        .map(|l| l.split('=').next().unwrap_or_default().trim().to_string())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        assert_eq!(deps(template), deps(&mine), "{mine}");
+        let by_path = cargo_toml("x", &SdkSource::Path("/p/guest-sdk".into()));
+        assert!(by_path.contains("pando-adapter-sdk = { path = \"/p/guest-sdk\" }"));
+        assert!(readme("x", &SdkSource::Version("0.1.0".into())).contains("**by version**"));
+        assert!(
+            readme("x", &SdkSource::Path("/p/guest-sdk".into()))
+                .contains("/p/scripts/cluster exec -- pando-host conformance")
+        );
+    }
+}

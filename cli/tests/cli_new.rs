@@ -1,0 +1,286 @@
+//! `pando-host new`, as an author runs it: the crate it writes builds with
+//! a plain `cargo build --release` (offline, from the crates `scripts/setup`
+//! fetched) and passes the conformance cases it declares on the test
+//! cluster; a denial there proposes the app pattern once, and
+//! `--grants-report` has a short text form.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The repository's root.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// `pando-host` with none of the caller's environment that the CLI reads.
+fn pando_host(cache: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pando-host"));
+    for var in [
+        "PANDO_ADAPTER",
+        "PANDO_GRANTS",
+        "PANDO_CONFIG",
+        "KUBECONFIG",
+        "RUST_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.arg("--cache-dir").arg(cache).stdin(Stdio::null());
+    cmd
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "exit status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    );
+}
+
+#[test]
+fn new_refuses_a_bad_name_and_a_non_empty_directory_naming_the_fix() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let o = pando_host(dir.path())
+        .current_dir(dir.path())
+        .args(["new", "My.Adapter"])
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("`My.Adapter` is not a valid crate name")
+            && stderr(&o).contains("use lowercase ASCII letters"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("My.Adapter").exists());
+
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).expect("mkdir");
+    std::fs::write(full.join("keep.txt"), "mine").expect("a file");
+    let o = pando_host(dir.path())
+        .args(["new", "my-adapter", "--dir"])
+        .arg(&full)
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("exists and is not empty: name another directory with `--dir`"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_dir(&full).expect("the directory").count(),
+        1,
+        "nothing was written into it"
+    );
+
+    // An empty directory is taken.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    let o = pando_host(dir.path())
+        .args(["new", "my-adapter", "--dir"])
+        .arg(&empty)
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 0);
+    let sdk = repo_root()
+        .join("guest-sdk")
+        .canonicalize()
+        .expect("the SDK");
+    assert!(
+        stdout(&o).contains(&format!("the SDK by path, {}", sdk.display())),
+        "{}",
+        stdout(&o)
+    );
+    let read =
+        |f: &str| std::fs::read_to_string(empty.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    assert!(read(".cargo/config.toml").contains("target = \"wasm32-wasip2\""));
+    let pin = std::fs::read_to_string(repo_root().join("rust-toolchain.toml")).expect("the pin");
+    let channel = pin
+        .lines()
+        .find(|l| l.starts_with("channel"))
+        .expect("a channel");
+    assert!(read("rust-toolchain.toml").contains(channel));
+    assert!(read("README.md").contains("**by path**"));
+    assert!(read("README.md").contains("cargo build --release"));
+    assert!(read("src/lib.rs").contains("export_adapter!(MyAdapter);"));
+}
+
+/// The cluster's admin kubeconfig; fails saying how to start the cluster.
+fn admin_kubeconfig() -> PathBuf {
+    let path = repo_root().join("target/test-cluster/admin.kubeconfig");
+    assert!(
+        path.is_file(),
+        "{} is missing: start the test cluster with `scripts/cluster up`, and run the tests in \
+         its namespace (`scripts/cluster exec -- cargo test`)",
+        path.display()
+    );
+    path
+}
+
+/// A `cargo` for the generated crate: none of this test's own cargo
+/// environment (its toolchain, target dir, target), so the crate's own
+/// `rust-toolchain.toml` and `.cargo/config.toml` decide; offline, as
+/// inside the cluster's namespace; the dependencies built once in
+/// `target/pando-new-test` and kept for the next run.
+fn cargo_in(dir: &Path) -> Command {
+    let mut cmd = Command::new("cargo");
+    for (var, _) in std::env::vars_os() {
+        let var = var.to_string_lossy().into_owned();
+        if var.starts_with("CARGO_") || var.starts_with("RUSTUP_TOOLCHAIN") || var == "RUSTFLAGS" {
+            cmd.env_remove(var);
+        }
+    }
+    cmd.current_dir(dir)
+        .env("CARGO_NET_OFFLINE", "true")
+        .env(
+            "CARGO_TARGET_DIR",
+            repo_root().join("target/pando-new-test"),
+        )
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// The whole path: `new`, `cargo build --release`, `conformance` on the
+/// test cluster (every case passes or skips; none fails), then a denial and
+/// the grants report's text form.
+#[test]
+fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
+    let kubeconfig = admin_kubeconfig();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let cache = dir.path().join("cache");
+    let krate = dir.path().join("first-adapter");
+    let o = pando_host(&cache)
+        .args(["new", "first-adapter", "--dir"])
+        .arg(&krate)
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 0);
+
+    // A plain `cargo build --release`: no `--target`.
+    let o = cargo_in(&krate)
+        .args(["build", "--release", "--quiet"])
+        .output()
+        .expect("cargo runs");
+    assert_exit(&o, 0);
+    let wasm = repo_root().join("target/pando-new-test/wasm32-wasip2/release/first_adapter.wasm");
+    assert!(wasm.is_file(), "{} was not built", wasm.display());
+
+    let o = pando_host(&cache)
+        .current_dir(&krate)
+        .arg("conformance")
+        .arg(&wasm)
+        .args([
+            "--grants",
+            "grants.yaml",
+            "--config",
+            "config.yaml",
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    let summary = text.lines().last().unwrap_or_default();
+    assert!(
+        summary.contains(" cases: ") && summary.contains(" passed, 0 failed, "),
+        "{text}"
+    );
+    for declared in [
+        "C-INFO-03",
+        "C-APPLY-01",
+        "C-APPLY-02",
+        "C-OBS-01",
+        "C-DESTROY-02",
+        "C-WATCH-01",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("PASS {declared} "))),
+            "{declared} did not pass:\n{text}"
+        );
+    }
+
+    // Grants without the namespaces: the denial proposes Pando's app
+    // pattern, once, and the text report lists it with the unused rule.
+    let narrow = dir.path().join("narrow.yaml");
+    std::fs::write(
+        &narrow,
+        "kubernetes:\n  rules:\n  - {verbs: [list], resources: [nodes], cluster: true}\n",
+    )
+    .expect("writing the grants");
+    // The adapter under the narrow grants.
+    let narrowed = || {
+        let mut cmd = pando_host(&cache);
+        cmd.arg("--adapter").arg(&wasm).arg("--grants").arg(&narrow);
+        cmd.arg("--kubeconfig").arg(&kubeconfig);
+        cmd
+    };
+    let o = narrowed()
+        .args([
+            "--grants-report",
+            "-",
+            "--grants-report-format",
+            "text",
+            "apply",
+        ])
+        .arg(repo_root().join("examples/hello.yaml"))
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    let rule = r#"- {verbs: [get], resources: [namespaces], cluster: true, names: ["pando-*"], except: ["pando-system"]}"#;
+    let error_line = err
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line: {err}"));
+    assert_eq!(error_line.matches(rule).count(), 1, "{error_line}");
+    assert!(
+        !error_line.contains("names: [\"pando-hello\"]"),
+        "{error_line}"
+    );
+    assert!(
+        err.contains("grants: 1 rules, 0 used, 1 never used\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("  rules[0] unused: list nodes (cluster-scoped)\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "  get namespaces ×1; to allow it, add: - {verbs: [get], resources: [namespaces], \
+             cluster: true}"
+        ),
+        "{err}"
+    );
+
+    // To a file, without a format: JSON, as before.
+    let report = dir.path().join("report.json");
+    let o = narrowed()
+        .arg("--grants-report")
+        .arg(&report)
+        .arg("health")
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 0);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("the report"))
+            .expect("the report is JSON");
+    assert_eq!(v["rules"][0]["uses"], 1, "{v}");
+}
