@@ -279,7 +279,7 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
                     p.display()
                 ),
                 format!("{root}/scripts/cluster exec -- "),
-                format!("{root}/target/test-cluster/pando.kubeconfig"),
+                format!("{root}/target/test-cluster/admin.kubeconfig"),
             )
         }
         SdkSource::Version(v) => (
@@ -319,6 +319,11 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
          {cluster}pando-host conformance {wasm} \\\n    \
          --grants grants.yaml --config config.yaml --kubeconfig {kubeconfig}\n\
          ```\n\n\
+         On Pando's test cluster (`scripts/cluster up` in the checkout) the commands run in its \
+         network namespace, as above, with its admin kubeconfig: its `pando.kubeconfig` is the \
+         Kubernetes adapter's least-privilege identity, which reaches inside a namespace only \
+         through the RoleBinding that adapter makes there, and this one makes none. Against a \
+         cluster of your own, leave out the `scripts/cluster exec --` and give your kubeconfig.\n\n\
          Exit 0: no case failed. The summary counts passes, failures and skips; `--only \
          'C-APPLY-*'` reruns a few cases. A call the grants refuse fails `denied`, naming the \
          rule to add to `grants.yaml`; `--grants-report -` after a verb lists the rules used and \
