@@ -54,7 +54,7 @@ pub fn namespace(namespace: &str, id: &str) -> Result<Namespace, Error> {
 /// The default-deny policy: in, only Pando's server pods and
 /// the app's own; out, cluster DNS, the app (its egress gateway included),
 /// and what the plan's egress allows by address ([`egress`]), never into
-/// the cluster's ranges ([`crate::exclusions`]).
+/// the cluster's ranges ([`crate::isolation::exclusions`]).
 pub fn network_policy(config: &Config, plan: &BundlePlan) -> Result<NetworkPolicy, Error> {
     let pando = json!({
         "namespaceSelector": { "matchLabels": {

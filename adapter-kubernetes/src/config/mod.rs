@@ -6,7 +6,7 @@
 //! fills in the defaults ([`defaults`], the one place they are written) and
 //! checks every value, so that the rest of the adapter works
 //! with values that are known to be usable. Every refusal is
-//! [`Error::Invalid`] naming the field:
+//! [`Error::Invalid`](pando_adapter_sdk::types::Error::Invalid) naming the field:
 //! "configuration field `pod_cidr`: `10.0.0.0/33` is not a CIDR".
 //!
 //! A field that is absent, `null`, or (for a string) empty takes its default,

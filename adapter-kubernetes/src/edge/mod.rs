@@ -1,7 +1,7 @@
 //! The edge: Pando's public entry point, in its own namespace
 //! (`edge_namespace`), as a Deployment of at least two replicas with a
 //! disruption budget, behind the only LoadBalancer or NodePort Service
-//! Pando creates ([`edge_objects`]). A NetworkPolicy per edge admits its
+//! Pando creates ([`objects`]). A NetworkPolicy per edge admits its
 //! two ports and lets it reach only Pando's proxy (by the proxy alias, one
 //! `ExternalName` Service for every edge), cluster DNS and, where
 //! configured, the API server; the namespace denies everything else.

@@ -7,7 +7,7 @@
 //!
 //! Like an app's objects, each carries `app.kubernetes.io/managed-by:
 //! pando`, and the ones Apply may rewrite carry a `pando.dev/spec-hash` of
-//! what was asked for (O-41, see [`objects`](crate::objects)).
+//! what was asked for (O-41, see [`objects`](crate::app::objects)).
 
 use pando_adapter_sdk::kube::k8s_openapi::api::apps::v1::Deployment;
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{Namespace, Service};

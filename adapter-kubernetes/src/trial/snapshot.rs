@@ -1,6 +1,6 @@
 //! `snapshot-volume` and `restore-volume`: a volume's contents as a tar
 //! stream, read and written by a helper pod with the claim mounted
-//! ([`helper`]).
+//! ([`helper_pods`]).
 //!
 //! Snapshot: the claim mounted read-only, `tar -cf - .` streamed to the
 //! caller as it comes (the bytes stay in the host), the command's exit
