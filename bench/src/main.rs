@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! pando-bench [--quick] [--only NAME]... [--max-apps N] [--out FILE.json]
+//!             [--ratios FILE] [--compare-to docs/benchmarks.md]
 //! pando-bench list
 //! pando-bench child MODE ...        (the bench spawns itself for fresh processes)
 //! ```
@@ -18,6 +19,7 @@ mod cpu;
 mod env;
 mod machine;
 mod mem;
+mod ratios;
 mod report;
 mod roundtrips;
 mod stats;
@@ -53,6 +55,14 @@ struct Cli {
     /// Also write the results as JSON here.
     #[arg(long, global = true)]
     out: Option<PathBuf>,
+    /// Also write each row's ratio (host ÷ twin) here, one `bench/row =
+    /// ratio` per line.
+    #[arg(long, global = true)]
+    ratios: Option<PathBuf>,
+    /// Print the change of each ratio against those committed in this
+    /// markdown file (docs/benchmarks.md's marked block).
+    #[arg(long, global = true)]
+    compare_to: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -154,6 +164,16 @@ async fn run_all(cli: &Cli) -> Result<()> {
         let json = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
         tracing::info!(path = %path.display(), "results written");
+    }
+    let now = ratios::of(&report);
+    if let Some(path) = &cli.ratios {
+        ratios::write(path, &now)?;
+        tracing::info!(path = %path.display(), "ratios written");
+    }
+    if let Some(path) = &cli.compare_to {
+        let md =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        print!("{}", ratios::compare(&now, &ratios::committed(&md)));
     }
     let failed: Vec<&str> = report
         .benches

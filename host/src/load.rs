@@ -326,6 +326,7 @@ impl Host {
             grants: options.grants,
             pool,
             metrics_label,
+            call_handles: Default::default(),
             metrics: Arc::clone(&self.inner.metrics),
         }))
     }

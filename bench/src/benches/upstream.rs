@@ -66,18 +66,45 @@ pub async fn run(quick: bool) -> Result<Bench> {
         n.port
     );
 
+    // The baseline the host's bookkeeping is measured against: the same
+    // component's export called straight on a configured store.
+    let mut raw = adapter
+        .raw_instance()
+        .await
+        .map_err(|e| anyhow::anyhow!("raw instance: {e}"))?;
+    let r = raw
+        .upstream(&wref, PORT)
+        .await
+        .map_err(|e| anyhow::anyhow!("raw upstream: {e}"))?;
+    ensure!(
+        r == h,
+        "the raw call and the host call disagree: {r:?} vs {h:?}"
+    );
+
     // Warm-up: caches, branch predictors, the pool's one instance.
     host_batch(&adapter, &wref, batch).await?;
+    raw_batch(&mut raw, &wref, batch).await?;
     native_batch(&native, &nref, batch);
 
-    let (mut host_ns, mut native_ns) = (Vec::new(), Vec::new());
+    let (mut host_ns, mut raw_ns, mut native_ns) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..samples {
         host_ns.push(host_batch(&adapter, &wref, batch).await? / batch as f64);
+        raw_ns.push(raw_batch(&mut raw, &wref, batch).await? / batch as f64);
         native_ns.push(native_batch(&native, &nref, batch) / batch as f64);
     }
     let batched = Row::new("per call, batched", Unit::Ns, &host_ns, &native_ns).per_sample(batch);
     let met = batched.host.is_some_and(|s| s.median <= 1000.0);
     let batched = batched.target("host p50 ≤ 1.0 µs (1000 ns)", met);
+    let against_raw = Row::new("host vs raw wasmtime call", Unit::Ns, &host_ns, &raw_ns)
+        .per_sample(batch)
+        .extra(
+            "what",
+            "the 'native' column is the same component's export called on a configured store \
+             (wasmtime's async call, lowering, lifting, the guest's work; no lease, deadline, \
+             span, metrics or quarantine): the ratio is what the host's bookkeeping costs",
+        );
+    let met = against_raw.ratio.is_some_and(|x| x <= 1.2);
+    let against_raw = against_raw.target("host ≤ 1.2× the raw call", met);
 
     // Single calls, each timed, for the tail.
     let (mut host_one, mut native_one) = (Vec::with_capacity(singles), Vec::new());
@@ -115,10 +142,10 @@ pub async fn run(quick: bool) -> Result<Bench> {
         );
 
     let mut bench = Bench::new("upstream", what("upstream"));
-    bench.rows = vec![batched, single, spanned];
+    bench.rows = vec![batched, against_raw, single, spanned];
     bench.note(format!(
         "result `{}:{}`; the bench's own subscriber leaves the host's spans disabled except in the \
-         third row",
+         spanned row",
         h.host, h.port
     ));
     Ok(bench)
@@ -142,6 +169,23 @@ async fn host_batch(adapter: &Adapter, wref: &WorkloadRef, n: u64) -> Result<f64
     let t = Instant::now();
     for _ in 0..n {
         black_box(adapter.upstream(&cx, black_box(wref), PORT).await?);
+    }
+    Ok(ns(t.elapsed()))
+}
+
+/// `n` raw wasmtime calls; the total in nanoseconds.
+async fn raw_batch(
+    raw: &mut pando_host::adapter::RawInstance,
+    wref: &WorkloadRef,
+    n: u64,
+) -> Result<f64> {
+    let t = Instant::now();
+    for _ in 0..n {
+        black_box(
+            raw.upstream(black_box(wref), PORT)
+                .await
+                .map_err(|e| anyhow::anyhow!("raw upstream: {e}"))?,
+        );
     }
     Ok(ns(t.elapsed()))
 }

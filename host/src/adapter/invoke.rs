@@ -43,13 +43,16 @@ impl Adapter {
     pub(super) async fn pipeline<T>(
         &self,
         method: &'static str,
+        started: Instant,
         body: impl Future<Output = Result<T, CallError>>,
     ) -> Result<T, CallError> {
         let span = self.span(method);
+        // Recorded into through this handle, not `Span::current()`: a
+        // disabled span's clone is free, a lookup of the current one is not.
+        let record = span.clone();
         async move {
-            let started = Instant::now();
             let result = body.await;
-            self.finish(method, &result, started);
+            self.finish(&record, method, &result, started);
             result
         }
         .instrument(span)
@@ -68,7 +71,8 @@ impl Adapter {
         let default = self.inner.limits.default_timeout;
         let (deadline, timeout) = (ctx.deadline_from(started, default), ctx.timeout(default));
         let cancel = ctx.cancel_token();
-        self.pipeline(method, async {
+        // One clock reading for the deadline and the call's duration.
+        self.pipeline(method, started, async {
             let mut lease = self
                 .lease(method, Instances::Pooled, deadline, timeout, cancel)
                 .await?;
@@ -105,10 +109,11 @@ impl Adapter {
         method: &'static str,
         f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
     ) -> Result<(R, Lease), CallError> {
+        let started = Instant::now();
         let default = self.inner.limits.default_timeout;
-        let (deadline, timeout) = (ctx.deadline(default), ctx.timeout(default));
+        let (deadline, timeout) = (ctx.deadline_from(started, default), ctx.timeout(default));
         let cancel = ctx.cancel_token();
-        self.pipeline(method, async {
+        self.pipeline(method, started, async {
             let mut lease = self
                 .lease(method, Instances::Dedicated, deadline, timeout, cancel)
                 .await?;
@@ -158,21 +163,29 @@ impl Adapter {
     }
 
     /// Records a call's outcome in its span and in the fault record.
-    fn finish<R>(&self, method: &'static str, result: &Result<R, CallError>, started: Instant) {
+    fn finish<R>(
+        &self,
+        span: &tracing::Span,
+        method: &'static str,
+        result: &Result<R, CallError>,
+        started: Instant,
+    ) {
         self.inner.breaker.record(&self.inner.identity.name, result);
         let took = started.elapsed();
         self.inner.metrics.record_call(
+            &self.inner.call_handles,
             &self.inner.metrics_label,
             method,
             result.as_ref().map(|_| ()),
             took,
         );
-        let span = tracing::Span::current();
-        span.record("duration_us", took.as_micros() as u64);
-        match result {
-            Ok(_) => span.record("outcome", "ok"),
-            Err(e) => span.record("outcome", e.kind()),
-        };
+        if !span.is_disabled() {
+            span.record("duration_us", took.as_micros() as u64);
+            match result {
+                Ok(_) => span.record("outcome", "ok"),
+                Err(e) => span.record("outcome", e.kind()),
+            };
+        }
         if let Err(e) = result {
             tracing::debug!(error = %e, "adapter call failed");
         }

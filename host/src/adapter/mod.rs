@@ -8,6 +8,9 @@
 
 mod invoke;
 pub(crate) mod metrics;
+#[doc(hidden)]
+pub use raw::RawInstance;
+mod raw;
 mod session;
 
 use invoke::After;
@@ -58,6 +61,8 @@ pub(crate) struct AdapterInner {
     /// as their label.
     pub(crate) metrics: Arc<crate::adapter::metrics::Metrics>,
     pub(crate) metrics_label: Arc<str>,
+    /// Its handles on the metrics of calls that succeed.
+    pub(crate) call_handles: crate::adapter::metrics::CallHandles,
 }
 
 /// A loaded, configured adapter. Cheap to clone; clones share the instance

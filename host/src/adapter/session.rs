@@ -49,6 +49,7 @@ impl ExecSession {
         adapter
             .pipeline(
                 method,
+                std::time::Instant::now(),
                 runner::run(
                     lease.instance(),
                     &adapter.inner.identity.name,

@@ -1,0 +1,51 @@
+//! The baseline the `upstream` bench holds the host to: one configured
+//! instance of the same component, made by the adapter's own factory, and
+//! its export called straight on its store: wasmtime's async call, the
+//! lowering and lifting, and the guest's work, with none of the host's
+//! bookkeeping (no lease, deadline, span, metrics or quarantine).
+
+use tokio_util::sync::CancellationToken;
+
+use super::Adapter;
+use crate::error::CallError;
+use crate::runtime::pool::Instance;
+use crate::types::{UpstreamAddress, WorkloadRef};
+
+/// A configured instance outside the pool, for measuring only.
+#[doc(hidden)]
+pub struct RawInstance {
+    instance: Instance,
+}
+
+impl Adapter {
+    /// A configured instance of this adapter that no call shares, for the
+    /// bench's raw baseline.
+    #[doc(hidden)]
+    pub async fn raw_instance(&self) -> Result<RawInstance, CallError> {
+        let instance = self
+            .inner
+            .pool
+            .factory
+            .create(None, &CancellationToken::new())
+            .await?;
+        Ok(RawInstance { instance })
+    }
+}
+
+impl RawInstance {
+    /// `upstream`, called on the store directly; a trap or an adapter
+    /// error is returned as text.
+    pub async fn upstream(
+        &mut self,
+        workload: &WorkloadRef,
+        port: u16,
+    ) -> Result<UpstreamAddress, String> {
+        let inst = &mut self.instance;
+        let guest = inst.bindings.pando_runtime_adapter();
+        match guest.call_upstream(&mut inst.store, workload, port).await {
+            Ok(Ok(up)) => Ok(up),
+            Ok(Err(e)) => Err(format!("{e:?}")),
+            Err(trap) => Err(format!("{trap:#}")),
+        }
+    }
+}
