@@ -162,6 +162,50 @@ async fn guarded<T>(
     ))
 }
 
+/// The store's own limits, hit by this call: memory (a typed error) or
+/// the table (a trap naming the limit).
+fn limit_hit(
+    store: &mut Store<HostState>,
+    adapter: &str,
+    method: &'static str,
+) -> Option<CallError> {
+    let data = store.data_mut();
+    match data.limiter.hit.take()? {
+        LimitHit::Memory => Some(CallError::MemoryExhausted {
+            adapter: adapter.into(),
+            method,
+            limit: data.limiter.memory_limit(),
+        }),
+        LimitHit::Table => Some(CallError::Trap {
+            adapter: adapter.into(),
+            method,
+            message: format!(
+                "it grew a table past its limit of {} elements (raise `limits.table_elements` \
+                 if the adapter really needs more)",
+                data.limiter.table_limit()
+            ),
+        }),
+    }
+}
+
+/// wasmtime's own bounds (set from the limits in `Factory::store`) trap
+/// with wasmtime's words; says which limit it was and how to raise it.
+fn name_wasmtime_bound(store: &Store<HostState>, message: &mut String) {
+    if message.contains("fuel allocated for hostcalls has been exhausted") {
+        message.push_str(&format!(
+            " (more than `limits.hostcall_bytes`, {} bytes, copied out of the guest at once; \
+             raise it if the adapter really passes values this large)",
+            store.hostcall_fuel()
+        ));
+    } else if message.contains("store handle limit exceeded") {
+        message.push_str(&format!(
+            " (more than `limits.max_handles`, {}, handles live in one instance; raise it if \
+             the adapter really holds this many)",
+            store.max_component_handles()
+        ));
+    }
+}
+
 fn deadline_error(adapter: &str, method: &'static str, timeout: Option<Duration>) -> CallError {
     CallError::DeadlineExceeded {
         adapter: adapter.into(),
@@ -205,27 +249,8 @@ fn classify(
             ),
         };
     }
-    let data = store.data_mut();
-    match data.limiter.hit.take() {
-        Some(LimitHit::Memory) => {
-            return CallError::MemoryExhausted {
-                adapter: adapter.into(),
-                method,
-                limit: data.limiter.memory_limit(),
-            };
-        }
-        Some(LimitHit::Table) => {
-            return CallError::Trap {
-                adapter: adapter.into(),
-                method,
-                message: format!(
-                    "it grew a table past its limit of {} elements (raise `limits.table_elements` \
-                     if the adapter really needs more)",
-                    data.limiter.table_limit()
-                ),
-            };
-        }
-        None => {}
+    if let Some(e) = limit_hit(store, adapter, method) {
+        return e;
     }
     if err.downcast_ref::<Trap>() == Some(&Trap::StackOverflow) {
         return CallError::StackOverflow {
@@ -233,23 +258,9 @@ fn classify(
             method,
         };
     }
-    let tail = data.stderr.take_tail();
+    let tail = store.data().stderr.take_tail();
     let mut message = format!("{err:#}");
-    // wasmtime's own bounds (set from the limits in `Factory::store`) trap
-    // with wasmtime's words; say which limit it was and how to raise it.
-    if message.contains("fuel allocated for hostcalls has been exhausted") {
-        message.push_str(&format!(
-            " (more than `limits.hostcall_bytes`, {} bytes, copied out of the guest at once; \
-             raise it if the adapter really passes values this large)",
-            store.hostcall_fuel()
-        ));
-    } else if message.contains("store handle limit exceeded") {
-        message.push_str(&format!(
-            " (more than `limits.max_handles`, {}, handles live in one instance; raise it if \
-             the adapter really holds this many)",
-            store.max_component_handles()
-        ));
-    }
+    name_wasmtime_bound(store, &mut message);
     if !tail.is_empty() {
         message.push_str("; it wrote to stderr: ");
         message.push_str(&tail);
