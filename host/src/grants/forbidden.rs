@@ -136,9 +136,16 @@ const NEVER: &[Entry] = &[
 /// `group/resource` and `resource/subresource`.
 pub fn never_grantable(spelling: &str) -> Option<&'static str> {
     let parts: Vec<&str> = spelling.split('/').collect();
+    // Two parts are read as the checker reads them: `group/resource` when
+    // the first is a group (dotted, or a built-in group without dots),
+    // else `resource/subresource`. Read both ways, a grant of a custom
+    // resource named like a subresource (`example.com/attach`) was refused,
+    // while the checker proposed exactly that rule for it (found by the
+    // `grant_check` fuzz target).
     let readings: Vec<(&str, &str, Option<&str>)> = match parts.as_slice() {
         [r] => vec![("", r, None)],
-        [a, b] => vec![(a, b, None), ("", a, Some(b))],
+        [a, b] if super::known::is_group(a) => vec![(a, b, None)],
+        [a, b] => vec![("", a, Some(b))],
         [g, r, s] => vec![(g, r, Some(s))],
         _ => vec![],
     };
@@ -183,6 +190,10 @@ mod tests {
             assert!(never_grantable(s).is_some(), "{s}");
         }
         for s in [
+            // A custom resource named like a forbidden subresource is a
+            // resource of its group, as the checker reads it.
+            "example.com/attach",
+            "example.com/proxy",
             "pods",
             "pods/exec",
             "pods/log",
