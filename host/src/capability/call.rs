@@ -7,28 +7,14 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 
-use super::{Capability, Lend, Setup, StoreData, View, view};
+use super::View;
 use crate::bindings::v0_1::pando::runtime::call::{self as wit, Host};
 
 /// `pando:runtime/call`: nothing of its own; it reads the call in progress
 /// from the store's [`Env`](super::env::Env).
 pub(crate) struct Call;
 
-impl Capability for Call {
-    const INTERFACES: &'static [&'static str] = &["call"];
-    type Shared = ();
-    type Instance = ();
-
-    fn shared(_: &Setup<'_>) {}
-
-    fn instance((): &()) {}
-
-    fn add_to_linker<T: StoreData>(
-        linker: &mut wasmtime::component::Linker<T>,
-    ) -> wasmtime::Result<()> {
-        wit::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
-    }
-}
+super::stateless_capability!(Call, "call", wit);
 
 /// Ready once the call it was made for is cancelled or past its deadline.
 pub(crate) struct CancelPollable {

@@ -4,7 +4,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::Resource;
 
-use super::{Capability, Lend, Setup, StoreData, View, view};
+use super::View;
 use crate::bindings::v0_1::pando::runtime::events::{
     self as wit, Host, HostBundleSink, SinkClosed,
 };
@@ -20,21 +20,7 @@ pub struct BundleSink {
 /// `pando:runtime/events`: the sinks live in the store's resource table.
 pub(crate) struct Events;
 
-impl Capability for Events {
-    const INTERFACES: &'static [&'static str] = &["events"];
-    type Shared = ();
-    type Instance = ();
-
-    fn shared(_: &Setup<'_>) {}
-
-    fn instance((): &()) {}
-
-    fn add_to_linker<T: StoreData>(
-        linker: &mut wasmtime::component::Linker<T>,
-    ) -> wasmtime::Result<()> {
-        wit::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
-    }
-}
+super::stateless_capability!(Events, "events", wit);
 
 impl Host for View<'_, Events> {}
 

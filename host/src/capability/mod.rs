@@ -103,6 +103,33 @@ impl<C: Capability> HasData for Lend<C> {
     type Data<'a> = View<'a, C>;
 }
 
+/// The [`Capability`] impl of one with no state of its own (what it lends
+/// lives in the store's [`Env`]): `$name` lends `$interface` through the
+/// generated module `$wit`.
+macro_rules! stateless_capability {
+    ($name:ident, $interface:literal, $wit:ident) => {
+        impl $crate::capability::Capability for $name {
+            const INTERFACES: &'static [&'static str] = &[$interface];
+            type Shared = ();
+            type Instance = ();
+
+            fn shared(_: &$crate::capability::Setup<'_>) {}
+
+            fn instance((): &()) {}
+
+            fn add_to_linker<T: $crate::capability::StoreData>(
+                linker: &mut wasmtime::component::Linker<T>,
+            ) -> wasmtime::Result<()> {
+                $wit::add_to_linker::<T, $crate::capability::Lend<Self>>(
+                    linker,
+                    $crate::capability::view::<T, Self>,
+                )
+            }
+        }
+    };
+}
+pub(crate) use stateless_capability;
+
 /// Interfaces of `pando:runtime` that hold only types: importing them lends
 /// nothing.
 const TYPE_ONLY: &[&str] = &["types"];

@@ -5,7 +5,7 @@ use wasmtime::component::Resource;
 use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream, MemoryInputPipe};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
-use super::{Capability, Lend, Setup, StoreData, View, view};
+use super::View;
 use crate::bindings::v0_1::pando::runtime::streams::{self as wit, Host};
 use crate::capability::held::{HeldStream, Refused};
 
@@ -13,21 +13,7 @@ use crate::capability::held::{HeldStream, Refused};
 /// in the store's [`Env`](super::env::Env).
 pub(crate) struct Streams;
 
-impl Capability for Streams {
-    const INTERFACES: &'static [&'static str] = &["streams"];
-    type Shared = ();
-    type Instance = ();
-
-    fn shared(_: &Setup<'_>) {}
-
-    fn instance((): &()) {}
-
-    fn add_to_linker<T: StoreData>(
-        linker: &mut wasmtime::component::Linker<T>,
-    ) -> wasmtime::Result<()> {
-        wit::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
-    }
-}
+super::stateless_capability!(Streams, "streams", wit);
 
 /// The most a pipe buffers, whatever the guest asks for.
 pub const MAX_PIPE_CAPACITY: u64 = 1 << 20;
