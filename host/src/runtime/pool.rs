@@ -319,35 +319,34 @@ impl Pool {
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
     ) -> Result<OwnedSemaphorePermit, CallError> {
-        let (sem, limit) = match budget {
-            Budget::Ordinary => (&self.permits, self.factory.limits.max_instances),
-            Budget::LongRunning => (&self.long_permits, self.factory.limits.max_long_running),
-        };
         // A free permit is the common case: taken without a race, a timer or
         // the adapter's name copied for errors that will not happen.
-        if let Ok(permit) = sem.clone().try_acquire_owned() {
+        if let Ok(permit) = self.budget(budget).0.clone().try_acquire_owned() {
             return Ok(permit);
         }
         // The wait, boxed for the same reason as `create` above.
-        Box::pin(self.wait_for_permit(budget, sem, limit, method, deadline, timeout, cancel)).await
+        Box::pin(self.wait_for_permit(budget, method, deadline, timeout, cancel)).await
     }
 
-    /// Waits for a permit of `sem` within the call's deadline (or
+    /// `budget`'s semaphore and the limit it was made with.
+    fn budget(&self, budget: Budget) -> (&Arc<Semaphore>, u32) {
+        match budget {
+            Budget::Ordinary => (&self.permits, self.factory.limits.max_instances),
+            Budget::LongRunning => (&self.long_permits, self.factory.limits.max_long_running),
+        }
+    }
+
+    /// Waits for a permit of `budget` within the call's deadline (or
     /// `limits.default_timeout` without one), or its cancellation.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the one caller passes its own arguments on"
-    )]
     async fn wait_for_permit(
         &self,
         budget: Budget,
-        sem: &Arc<Semaphore>,
-        limit: u32,
         method: &'static str,
         deadline: Option<Instant>,
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
     ) -> Result<OwnedSemaphorePermit, CallError> {
+        let (sem, limit) = self.budget(budget);
         let adapter = self.factory.identity.name.clone();
         let waited = self.factory.limits.default_timeout;
         let wait = sem.clone().acquire_owned();
