@@ -379,6 +379,19 @@ async fn no_patch_type_smuggles_in_what_a_create_would_be_refused() {
         Err(CallError::Adapter(AdapterError::Conflict(_))) => {}
         other => panic!("expected a conflict, got {other:?}"),
     }
+    // So is a JSON patch whose result names a version the object no longer
+    // has: the very form the host conditions JSON patches with, so an
+    // object that moves on between the dry run and the write (the
+    // deployment controller writing status) is a 409 the host retries, not
+    // a 422 the adapter would read as its own mistake.
+    let stale_ops = json!([
+        {"op": "replace", "path": "/spec/replicas", "value": 5},
+        {"op": "add", "path": "/metadata/resourceVersion", "value": "1"},
+    ]);
+    match send(&a, "patch", "json-patch", &web, &stale_ops).await {
+        Err(CallError::Adapter(AdapterError::Conflict(_))) => {}
+        other => panic!("expected a conflict, got {other:?}"),
+    }
     // A server-side apply that would create is refused (nothing to
     // condition it on).
     let create = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "fresh"},

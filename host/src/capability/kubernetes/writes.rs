@@ -106,11 +106,12 @@ fn resource_version(obj: &Value) -> &str {
 /// only to that version of the object.
 fn conditioned(mut body: Value, form: BodyForm, rv: &str) -> Value {
     match (form, &mut body) {
+        // A trailing `add`, not a leading `test`: a failed `test` is the
+        // API server's 422, which reads as the adapter's own mistake, while
+        // a result that names a version the object no longer has is its 409,
+        // which `send` checks and sends again.
         (BodyForm::Operations, Value::Array(ops)) => {
-            ops.insert(
-                0,
-                json!({"op": "test", "path": "/metadata/resourceVersion", "value": rv}),
-            );
+            ops.push(json!({"op": "add", "path": "/metadata/resourceVersion", "value": rv}));
         }
         (_, Value::Object(m)) => {
             let meta = m.entry("metadata").or_insert_with(|| json!({}));
@@ -446,8 +447,12 @@ mod tests {
             "42",
         );
         assert_eq!(
-            ops[0],
-            json!({"op": "test", "path": "/metadata/resourceVersion", "value": "42"})
+            ops[0]["path"], "/spec/x",
+            "the adapter's operations run first"
+        );
+        assert_eq!(
+            ops[1],
+            json!({"op": "add", "path": "/metadata/resourceVersion", "value": "42"})
         );
         assert_eq!(ops.as_array().map(Vec::len), Some(2));
         let merge = conditioned(json!({"spec": {}}), BodyForm::Object, "42");
