@@ -94,7 +94,7 @@
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "pando:runtime/kubernetes-adapter",
         generate_all,
         pub_export_macro: true,

@@ -1,0 +1,85 @@
+//! The SDK is a crate `cargo package` accepts, as an author outside this
+//! repository would get it: the contract's WIT inside the crate (`wit/`,
+//! the repository's `wit/` through a link), its README and licence, and a
+//! package that builds on its own, away from the workspace.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `cargo package` of the SDK with `args`, in a target directory of its
+/// own (the `cargo test` running this holds the workspace's).
+fn package(args: &[&str]) -> Output {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "package",
+            "-p",
+            "pando-adapter-sdk",
+            "--offline",
+            "--allow-dirty",
+        ])
+        .args(args)
+        .env("CARGO_TARGET_DIR", root().join("target/sdk-package"))
+        .current_dir(root())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "cargo package {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// Every `.wit` file under `dir`, as paths relative to it.
+fn wit_files(dir: &Path, under: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read wit/") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            wit_files(&path, under, out);
+        } else if path.extension().is_some_and(|e| e == "wit") {
+            out.push(path.strip_prefix(under).expect("under wit/").to_path_buf());
+        }
+    }
+}
+
+#[test]
+fn the_sdk_packages_with_the_contract_inside_and_builds_alone() {
+    let listed = String::from_utf8(package(&["--list"]).stdout).expect("utf-8");
+    let listed: Vec<&str> = listed.lines().collect();
+    let wit = root().join("wit");
+    let mut contract = Vec::new();
+    wit_files(&wit, &wit, &mut contract);
+    assert!(contract.len() >= 5, "the contract's files: {contract:?}");
+    for file in &contract {
+        let name = format!("wit/{}", file.display());
+        assert!(
+            listed.contains(&name.as_str()),
+            "{name} is packaged: {listed:?}"
+        );
+    }
+    for file in ["README.md", "LICENSE", "src/lib.rs"] {
+        assert!(listed.contains(&file), "{file} is packaged: {listed:?}");
+    }
+
+    // Verified: cargo unpacks the package and builds it alone, so nothing
+    // in it reaches outside the crate.
+    package(&[]);
+    let version = env!("CARGO_PKG_VERSION");
+    let unpacked = root().join(format!(
+        "target/sdk-package/package/pando-adapter-sdk-{version}"
+    ));
+    for file in &contract {
+        let packaged = std::fs::read(unpacked.join("wit").join(file)).expect("packaged wit");
+        let repo = std::fs::read(wit.join(file)).expect("repository wit");
+        assert!(
+            packaged == repo,
+            "wit/{} is the repository's",
+            file.display()
+        );
+    }
+}
