@@ -8,7 +8,7 @@
 use std::future::Future;
 
 use pando_host::CallError;
-use pando_host::grants::check::{DenialCount, GrantReport};
+use pando_host::grants::check::{DenialCount, GrantReport, proposed_rule};
 use pando_host::types::{Error as AdapterError, RuntimeCapabilities};
 
 use crate::fixture::{Check, Fixture, fail, failed};
@@ -139,12 +139,18 @@ fn refused_since(before: Option<&GrantReport>, after: Option<&GrantReport>) -> S
             })
             .map_or(0, |e| e.count)
     };
-    let missing: Vec<String> = after
+    let mut missing: Vec<String> = Vec::new();
+    // Several app namespaces need the one pattern: proposed once.
+    for grant in after
         .denials
         .iter()
         .filter(|d| d.count > count(before, d))
         .map(missing_grant)
-        .collect();
+    {
+        if !missing.contains(&grant) {
+            missing.push(grant);
+        }
+    }
     if missing.is_empty() {
         return "the host's grants refused nothing during the call, so the runtime's own \
                 authorization did (RBAC, for Kubernetes): allow it there"
@@ -157,13 +163,12 @@ fn refused_since(before: Option<&GrantReport>, after: Option<&GrantReport>) -> S
 }
 
 /// The grant rule that allows a refused request, as a line of the grants
-/// file (the shape the host proposes in its own denial).
+/// file: the host's own proposal (`proposed_rule`), so an app namespace is
+/// proposed as the `pando-*` pattern the adapter needs for every app, not
+/// as the one namespace this run made.
 fn missing_grant(d: &DenialCount) -> String {
     match &d.namespace {
-        Some(ns) => format!(
-            "`- {{verbs: [{}], resources: [{}], namespaces: [\"{ns}\"]}}`",
-            d.verb, d.resource
-        ),
+        Some(ns) => format!("`{}`", proposed_rule(d.verb, &d.resource, Some(ns))),
         // Cluster-scoped, or a list across namespaces: the count does not
         // tell which, so both spellings are named.
         None => format!(
@@ -209,7 +214,26 @@ mod tests {
         assert_eq!(
             said,
             "the host's grants refused it; the missing grant: `- {verbs: [get], resources: \
-             [pods/log], namespaces: [\"pando-conf-1-life\"]}` (add it to `kubernetes.rules`)"
+             [pods/log], namespaces: [\"pando-*\"], except: [\"pando-system\"]}` (add it to \
+             `kubernetes.rules`)"
+        );
+        // A namespace outside the apps' pattern is proposed as itself.
+        let two_apps = report(&[
+            (Verb::Get, "pods/log", Some("pando-conf-1-life"), 1),
+            (Verb::Get, "pods/log", Some("pando-conf-2-logs"), 1),
+        ]);
+        assert_eq!(
+            refused_since(None, Some(&two_apps))
+                .matches("pods/log")
+                .count(),
+            1,
+            "one pattern for both apps"
+        );
+        let outside = report(&[(Verb::Get, "configmaps", Some("kube-system"), 1)]);
+        assert!(
+            refused_since(None, Some(&outside)).contains(r#"namespaces: ["kube-system"]}"#),
+            "{}",
+            refused_since(None, Some(&outside))
         );
     }
 

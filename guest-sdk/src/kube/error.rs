@@ -35,8 +35,10 @@ pub enum KubeError {
         /// (with 429 and some 5xx).
         retry_after: Option<u64>,
     },
-    /// The host's grants refused the request; nothing was sent.
-    #[error("{message} (missing grant: {missing_grant})")]
+    /// The host's grants refused the request; nothing was sent. Shown as
+    /// the host's message, which already names the rule to add; the rule
+    /// is appended only when the message does not carry it.
+    #[error("{}", denied_display(message, missing_grant))]
     Denied {
         /// What was refused and why.
         message: String,
@@ -62,6 +64,15 @@ pub enum KubeError {
     /// A body that is not the JSON the call expected.
     #[error("cannot decode the API server's answer: {0}")]
     Decode(String),
+}
+
+/// A denial's text, naming the missing grant once.
+fn denied_display(message: &str, missing_grant: &str) -> String {
+    if missing_grant.is_empty() || message.contains(missing_grant) {
+        message.to_owned()
+    } else {
+        format!("{message} (missing grant: {missing_grant})")
+    }
 }
 
 impl KubeError {
@@ -376,16 +387,27 @@ mod tests {
     }
 
     #[test]
-    fn a_denial_keeps_its_message_and_grant() {
+    fn a_denial_keeps_its_message_and_names_the_grant_once() {
+        // The host's message already ends with the rule to add.
+        let rule = r#"- {verbs: [list], resources: [secrets], namespaces: ["pando-*"], except: ["pando-system"]}"#;
         let e = KubeError::from(raw::ApiError::Denied(raw::Denial {
-            message: "list secrets in pando-x is not granted".into(),
-            missing_grant: "list secrets in pando-x".into(),
+            message: format!(
+                "list secrets in pando-x denied: no grant rule allows it; to allow it, add to \
+                 `kubernetes.rules`: {rule}"
+            ),
+            missing_grant: rule.into(),
         }));
         let err = Error::from(e);
         assert_eq!(err.kind(), "denied");
+        assert_eq!(err.message().matches(rule).count(), 1, "{}", err.message());
+        // A message without it gets it appended.
+        let e = KubeError::from(raw::ApiError::Denied(raw::Denial {
+            message: "list secrets in pando-x is not granted".into(),
+            missing_grant: rule.into(),
+        }));
         assert_eq!(
-            err.message(),
-            "list secrets in pando-x is not granted (missing grant: list secrets in pando-x)"
+            Error::from(e).message(),
+            format!("list secrets in pando-x is not granted (missing grant: {rule})")
         );
     }
 }
