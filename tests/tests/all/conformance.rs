@@ -288,9 +288,11 @@ fn fails_naming_the_log_grant(report: &Report, id: &str) {
         line.contains("the adapter declares `logs: true` in its capabilities"),
         "the failure names the declaration: {line}"
     );
+    // The pattern every app needs, not the one namespace the run made.
     assert!(
         line.contains(
-            "the missing grant: `- {verbs: [get], resources: [pods/log], namespaces: [\"pando-conf-"
+            "the missing grant: `- {verbs: [get], resources: [pods/log], namespaces: \
+             [\"pando-*\"], except: [\"pando-system\"]}`"
         ),
         "the failure names the grant the host refused: {line}"
     );
