@@ -201,7 +201,7 @@ impl Host {
     /// unless the caller pins a digest.
     pub async fn load_file(&self, path: &Path, options: LoadOptions) -> Result<Adapter, LoadError> {
         let what = path.display().to_string();
-        check_limits(&what, &options, self.inner.engine.settings.max_memory_bytes)?;
+        check_limits(&what, &options, &self.inner.engine.settings)?;
         if options.expected_digest.is_none()
             && let Some(prepared) = self.prepare_known(&what, path, &options.grants).await?
         {
@@ -259,7 +259,7 @@ impl Host {
         bytes: &[u8],
         options: LoadOptions,
     ) -> Result<Adapter, LoadError> {
-        check_limits(what, &options, self.inner.engine.settings.max_memory_bytes)?;
+        check_limits(what, &options, &self.inner.engine.settings)?;
         let prepared = self
             .prepare(
                 what,
@@ -481,7 +481,27 @@ impl Host {
 }
 
 /// The limits a load is refused for before anything is read.
-fn check_limits(what: &str, options: &LoadOptions, max: u64) -> Result<(), LoadError> {
+fn check_limits(
+    what: &str,
+    options: &LoadOptions,
+    engine: &EngineSettings,
+) -> Result<(), LoadError> {
+    let (limits, max) = (&options.limits, engine.max_memory_bytes);
+    // Not refused: the adapter may never have that many alive at once.
+    let alive = u64::from(limits.max_idle)
+        + u64::from(limits.max_instances)
+        + u64::from(limits.max_long_running);
+    if alive > u64::from(engine.total_instances) {
+        tracing::warn!(
+            adapter = what,
+            alive,
+            slots = engine.total_instances,
+            "the adapter's limits allow more instances alive at once than the engine has slots \
+             for every adapter together; past them a call fails with the host's shortage \
+             (raise `EngineSettings::total_instances` or lower `max_idle`, `max_instances`, \
+             `max_long_running`)"
+        );
+    }
     if options.limits.memory_bytes > max {
         return Err(LoadError::Instantiate {
             what: what.into(),

@@ -18,6 +18,15 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
     /// Instances of every adapter alive at once (pooling allocator slots).
+    ///
+    /// Each slot has a guest stack, which the pool makes when the host is
+    /// built: one `mprotect` of a guard page each, most of what
+    /// `Host::builder().build()` costs (docs/benchmarks.md). Stacks cannot
+    /// be fewer than instances: wasmtime keeps a store's last stack until
+    /// the store is dropped, so an idle instance holds one too. The default,
+    /// 256, is two adapters at their default limits (each at most
+    /// `max_idle` + `max_instances` + `max_long_running`, 104, alive);
+    /// past it a new instance fails with the host's typed shortage.
     pub total_instances: u32,
     /// The largest linear memory any instance may have, in bytes. Per-adapter
     /// limits may be lower, never higher.
@@ -29,7 +38,7 @@ pub struct EngineSettings {
 impl Default for EngineSettings {
     fn default() -> Self {
         EngineSettings {
-            total_instances: 1000,
+            total_instances: 256,
             max_memory_bytes: 1 << 30,
             max_wasm_stack: 1 << 20,
         }
