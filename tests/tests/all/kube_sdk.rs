@@ -153,11 +153,21 @@ async fn the_watcher_lists_again_after_410_and_follows_on() {
         .metadata
         .resource_version
         .expect("a list's version");
-    // A change after that version, then compaction: a watch from it is 410
-    // Gone (the test cluster keeps no watch cache of ConfigMaps).
+    // Changes after that version, then compaction: a watch from it is 410
+    // Gone (the test cluster keeps no watch cache of ConfigMaps). Two
+    // changes, not one: etcd compacts at its current revision and keeps
+    // that revision, so after a single write the watch would start exactly
+    // at the compacted revision and be served, on a quiet cluster.
     cms.create(&PostParams::default(), &configmap("before", &[]))
         .await
         .expect("create before");
+    cms.patch(
+        "before",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"metadata": {"labels": {"changed": "twice"}}})),
+    )
+    .await
+    .expect("patch before");
     cluster::compact_etcd().await.expect("compaction");
     let later = {
         let cms = cms.clone();
