@@ -172,6 +172,54 @@ async fn it_declares_what_it_offers_and_refuses_the_rest_as_unsupported() {
     assert!(a.quarantine().is_none());
 }
 
+/// One schema file for both adapters (`adapter-kubernetes/src/config/schema.json`):
+/// every field the Python adapter reads is described as the Rust adapter
+/// describes it, with the same default, except where the field means
+/// something else there (`HERE` in `kubeadapter/schema.py`).
+#[tokio::test]
+async fn its_configuration_schema_is_the_kubernetes_adapters_for_every_field_it_reads() {
+    let (python, _h) = py::load().await;
+    let (rust, _h2) = rust_adapter().await;
+    let read = |a: &Adapter| -> serde_json::Value {
+        serde_json::from_str(&a.kind_info().config_schema).expect("the schema is JSON")
+    };
+    let (py_schema, rust_schema) = (read(&python), read(&rust));
+    assert_eq!(py_schema["required"], rust_schema["required"]);
+    assert_eq!(py_schema["additionalProperties"], false);
+    let py_fields = py_schema["properties"].as_object().expect("properties");
+    assert!(py_fields.len() >= 12, "the fields it reads: {py_fields:?}");
+    let mut differ = Vec::new();
+    for (field, here) in py_fields {
+        let there = &rust_schema["properties"][field];
+        assert!(there.is_object(), "`{field}` is a Kubernetes adapter field");
+        let required = rust_schema["required"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|f| f == field.as_str()));
+        assert_eq!(
+            here.get("default").is_some(),
+            !required,
+            "`{field}` states its default unless it is required"
+        );
+        let keys: std::collections::BTreeSet<&String> = here
+            .as_object()
+            .into_iter()
+            .flatten()
+            .chain(there.as_object().into_iter().flatten())
+            .map(|(k, _)| k)
+            .collect();
+        for key in keys {
+            if here.get(key) != there.get(key) {
+                differ.push(format!("{field}.{key}"));
+            }
+        }
+    }
+    assert_eq!(
+        differ,
+        ["api_server_cidr.description"],
+        "only what means something else in the Python adapter differs"
+    );
+}
+
 #[tokio::test]
 async fn configure_refuses_what_it_cannot_use_naming_the_field() {
     for (config, field) in [
