@@ -10,13 +10,12 @@
 //! Everything the adapter writes carries the label `LABEL` (the app's id),
 //! so that it finds its own objects again, and never touches anyone else's.
 
-use std::collections::BTreeMap;
-
 use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolumeClaim, Pod, Secret, Service,
 };
+use pando_adapter_sdk::kube::watcher::{Event, wait_for_deletion, watcher};
 use pando_adapter_sdk::kube::{
-    Api, DeleteParams, ListParams, PostParams, WatchEnd as KubeEnd, WatchEvent, WatchParams,
+    Api, DeleteParams, ListParams, PostParams, ResourceExt, WatchParams,
 };
 use pando_adapter_sdk::types::*;
 use pando_adapter_sdk::{Adapter, error, export_adapter, info, time};
@@ -182,16 +181,18 @@ impl Adapter for Template {
             let spec = pod_spec(w, &plan);
             let hash = format!("{:016x}", fnv1a(spec.to_string().as_bytes()));
             if let Some(existing) = pods.get_opt(&w.name)? {
-                let annotations = existing.metadata.annotations.unwrap_or_default();
-                if annotations.get(HASH) == Some(&hash)
+                if existing.annotations().get(HASH) == Some(&hash)
                     && existing.metadata.deletion_timestamp.is_none()
                 {
                     continue;
                 }
                 // Wait until the old pod is gone: the new one has its name.
                 pods.delete_opt(&w.name, &DeleteParams::default().grace_period(0))?;
-                while pods.get_opt(&w.name)?.is_some() {
-                    time::sleep(std::time::Duration::from_millis(250))?;
+                if !wait_for_deletion(&pods, &w.name, std::time::Duration::from_secs(30))? {
+                    return Err(error::unavailable(format!(
+                        "pod {ns}/{} is still terminating; apply again",
+                        w.name
+                    )));
                 }
             }
             create(
@@ -241,9 +242,10 @@ impl Adapter for Template {
             if claim.metadata.deletion_timestamp.is_some() {
                 continue; // going away: no longer the app's
             }
+            let name = claim.name_any();
             let status = claim.status.unwrap_or_default();
             seen.volumes.push(ObservedVolume {
-                name: claim.metadata.name.unwrap_or_default(),
+                name,
                 ready: status.phase.as_deref() == Some("Bound"),
                 size_bytes: status
                     .capacity
@@ -257,12 +259,9 @@ impl Adapter for Template {
     fn stop(&self, bundle: BundleRef) -> Result<(), Error> {
         let pods = Api::<Pod>::namespaced(&namespace(&bundle.id));
         for pod in pods.list(&ours())?.items {
-            let phase = pod.status.and_then(|s| s.phase).unwrap_or_default();
-            if phase != "Succeeded" && phase != "Failed" {
-                pods.delete_opt(
-                    &pod.metadata.name.unwrap_or_default(),
-                    &DeleteParams::default(),
-                )?;
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            if !matches!(phase, Some("Succeeded" | "Failed")) {
+                pods.delete_opt(&pod.name_any(), &DeleteParams::default())?;
             }
         }
         Ok(())
@@ -277,10 +276,7 @@ impl Adapter for Template {
             // (the namespace controller would take its time).
             let claims = Api::<PersistentVolumeClaim>::namespaced(&ns);
             for claim in claims.list(&ours())?.items {
-                claims.delete_opt(
-                    &claim.metadata.name.unwrap_or_default(),
-                    &DeleteParams::default(),
-                )?;
+                claims.delete_opt(&claim.name_any(), &DeleteParams::default())?;
             }
             Api::<Namespace>::all().delete_opt(&ns, &DeleteParams::background())?;
             return Ok(());
@@ -288,17 +284,13 @@ impl Adapter for Template {
         if Api::<Namespace>::all().get_opt(&ns)?.is_none() {
             return Ok(()); // nothing to destroy
         }
-        for pod in Api::<Pod>::namespaced(&ns).list(&ours())?.items {
-            Api::<Pod>::namespaced(&ns).delete_opt(
-                &pod.metadata.name.unwrap_or_default(),
-                &DeleteParams::default(),
-            )?;
+        let pods = Api::<Pod>::namespaced(&ns);
+        for pod in pods.list(&ours())?.items {
+            pods.delete_opt(&pod.name_any(), &DeleteParams::default())?;
         }
-        for svc in Api::<Service>::namespaced(&ns).list(&ours())?.items {
-            Api::<Service>::namespaced(&ns).delete_opt(
-                &svc.metadata.name.unwrap_or_default(),
-                &DeleteParams::default(),
-            )?;
+        let services = Api::<Service>::namespaced(&ns);
+        for svc in services.list(&ours())?.items {
+            services.delete_opt(&svc.name_any(), &DeleteParams::default())?;
         }
         Api::<Secret>::namespaced(&ns).delete_opt(PULL_SECRET, &DeleteParams::default())?;
         Ok(())
@@ -327,7 +319,7 @@ impl Adapter for Template {
             .list(&ours())?
             .items;
         let workloads = pods.iter().filter(|p| active(p)).map(|p| WorkloadUsage {
-            name: p.metadata.name.clone().unwrap_or_default(),
+            name: p.name_any(),
             requested: requests(p),
             used: None, // no metrics API here
         });
@@ -354,13 +346,13 @@ impl Adapter for Template {
             .filter(|p| active(p))
         {
             add(&mut report.requested, &requests(pod));
-            report.bundles.push(app_of(&pod.metadata.labels));
+            report.bundles.push(app_of(pod));
         }
         for claim in Api::<PersistentVolumeClaim>::all().list(&ours())?.items {
             if claim.metadata.deletion_timestamp.is_none() {
-                let bundle = app_of(&claim.metadata.labels);
+                let bundle = app_of(&claim);
                 report.bundles.push(bundle.clone());
-                let name = claim.metadata.name.unwrap_or_default();
+                let name = claim.name_any();
                 report.volumes.push(VolumeHandle {
                     location: format!("{}/{name}", namespace(&bundle)),
                     bundle,
@@ -408,46 +400,36 @@ impl Adapter for Template {
     }
 
     /// Every change of Pando's pods: list, say `watching`, then follow.
-    /// Reports only; never acts.
+    /// Reports only; never acts. The SDK's `watcher` (kube-runtime's shape)
+    /// watches again after a close and waits out transient failures; it
+    /// lists again after a 410, which this reports as `expired`: what
+    /// changed meanwhile is unknown, so core lists again (O-52).
     fn watch_bundles(&self, sink: BundleSink) -> Result<WatchEnd, Error> {
-        let pods = Api::<Pod>::all();
-        let mut version = pods
-            .list(&ours())?
-            .metadata
-            .resource_version
-            .unwrap_or_default();
-        if sink.send(&BundleEvent::Watching).is_err() {
-            return Ok(WatchEnd::Cancelled); // core stopped listening
-        }
+        let mut pods = watcher(Api::<Pod>::all(), WatchParams::default().labels(LABEL));
+        let mut listed = false;
         loop {
-            let mut stream = pods.watch(&WatchParams::default().labels(LABEL), &version)?;
-            let end = loop {
-                // Wait for an event or for the call's cancellation (an Err).
-                if time::wait_any(&[&stream.subscribe()]).is_err() {
-                    return Ok(WatchEnd::Cancelled);
+            let (pod, deleted) = match pods.next() {
+                Ok(Event::Init) if listed => return Ok(WatchEnd::Expired),
+                Ok(Event::Init | Event::InitApply(_)) => continue,
+                Ok(Event::InitDone) => {
+                    listed = true;
+                    if sink.send(&BundleEvent::Watching).is_err() {
+                        return Ok(WatchEnd::Cancelled); // core stopped listening
+                    }
+                    continue;
                 }
-                let (pod, deleted) = match stream.try_next() {
-                    Ok(Some(WatchEvent::Added(p) | WatchEvent::Modified(p))) => (p, false),
-                    Ok(Some(WatchEvent::Deleted(p))) => (p, true),
-                    Ok(_) => continue,
-                    Err(end) => break end,
-                };
-                let change = WorkloadChange {
-                    bundle: app_of(&pod.metadata.labels),
-                    workload: observed(&pod),
-                    deleted,
-                };
-                if sink.send(&BundleEvent::Changed(change)).is_err() {
-                    return Ok(WatchEnd::Cancelled);
-                }
+                Ok(Event::Apply(pod)) => (pod, false),
+                Ok(Event::Delete(pod)) => (pod, true),
+                Err(_) if time::is_cancelled() => return Ok(WatchEnd::Cancelled),
+                Err(e) => return Err(e.into()),
             };
-            match end {
-                KubeEnd::Closed => {
-                    version = stream.resource_version().unwrap_or(&version).to_owned()
-                }
-                KubeEnd::Expired(_) => return Ok(WatchEnd::Expired), // core lists again
-                KubeEnd::Failed(_) if time::is_cancelled() => return Ok(WatchEnd::Cancelled),
-                KubeEnd::Failed(e) => return Err(e.into()),
+            let change = WorkloadChange {
+                bundle: app_of(&pod),
+                workload: observed(&pod),
+                deleted,
+            };
+            if sink.send(&BundleEvent::Changed(change)).is_err() {
+                return Ok(WatchEnd::Cancelled);
             }
         }
     }
@@ -466,12 +448,9 @@ fn ours() -> ListParams {
     ListParams::default().labels(LABEL)
 }
 
-fn app_of(labels: &Option<BTreeMap<String, String>>) -> String {
-    labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL))
-        .cloned()
-        .unwrap_or_default()
+/// The app an object of ours belongs to: its `LABEL`.
+fn app_of(object: &impl ResourceExt) -> String {
+    object.labels().get(LABEL).cloned().unwrap_or_default()
 }
 
 /// Create an object described as JSON (the SDK fills in nothing: give
@@ -481,7 +460,7 @@ where
     K: pando_adapter_sdk::kube::k8s_openapi::Resource + serde::Serialize + DeserializeOwned,
     K::Scope: pando_adapter_sdk::kube::Scope,
 {
-    api.create(&PostParams::default(), &from_json(object)?)?;
+    api.create_json(&PostParams::default(), &object)?;
     Ok(())
 }
 
@@ -625,7 +604,7 @@ fn observed(pod: &Pod) -> ObservedWorkload {
         .and_then(|c| c.state.as_ref())
         .and_then(|s| s.terminated.as_ref());
     ObservedWorkload {
-        name: pod.metadata.name.clone().unwrap_or_default(),
+        name: pod.name_any(),
         phase: match status.phase.as_deref() {
             None | Some("Pending") => WorkloadPhase::Pending,
             Some("Running") => WorkloadPhase::Running,
@@ -680,7 +659,7 @@ fn free_by_node(except: Option<&str>) -> Result<Vec<(String, Resources, Resource
     let pods = Api::<Pod>::all().list(&ours())?.items;
     let mut out = vec![];
     for node in Api::<Node>::all().list(&ListParams::default())?.items {
-        let name = node.metadata.name.clone().unwrap_or_default();
+        let name = node.name_any();
         let alloc = node.status.and_then(|s| s.allocatable).unwrap_or_default();
         let all = Resources {
             cpu_millis: alloc.get("cpu").and_then(|q| millis(&q.0)).unwrap_or(0),
@@ -692,7 +671,7 @@ fn free_by_node(except: Option<&str>) -> Result<Vec<(String, Resources, Resource
         let mut free = all;
         for pod in pods
             .iter()
-            .filter(|p| active(p) && except.is_none_or(|app| app_of(&p.metadata.labels) != app))
+            .filter(|p| active(p) && except.is_none_or(|app| app_of(*p) != app))
         {
             if pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&name) {
                 let r = requests(pod);
