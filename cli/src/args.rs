@@ -38,6 +38,12 @@ pub struct Global {
     /// The adapter's configuration (YAML or JSON), given to its `configure`.
     #[arg(long, env = "PANDO_CONFIG", global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The adapter's limits (YAML or JSON): any fields of the host's
+    /// `Limits` (`memory_bytes`, `default_timeout` in milliseconds,
+    /// `max_instances`, `max_long_running`, `hostcall_bytes`, …), the rest
+    /// at their defaults; an unknown field is refused, naming it.
+    #[arg(long, env = "PANDO_LIMITS", global = true, value_name = "FILE")]
+    pub limits: Option<PathBuf>,
     /// The kubeconfig for the Kubernetes import. Without it, kubectl's
     /// search: `KUBECONFIG` (a list of files, merged), `~/.kube/config`,
     /// then the in-cluster service account.
@@ -47,7 +53,9 @@ pub struct Global {
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
     /// The call's deadline: `90`, `90s`, `500ms`, `5m`, `1h` (default: the
-    /// adapter's own, 60 s; none for `watch`, `logs -f` and `exec`).
+    /// adapter's `default_timeout`, 60 s; none for `watch`, `logs -f`,
+    /// `run`, `exec` and the volume streams, which end with their work or
+    /// Ctrl-C).
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
     /// Output format.

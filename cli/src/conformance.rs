@@ -34,6 +34,7 @@ pub async fn conformance(global: &Global, args: &ConformanceArgs) -> Outcome {
         load: LoadOptions {
             grants,
             config,
+            limits: session::limits(global)?,
             kubernetes: client,
             expected_digest: global.digest.clone(),
             ..LoadOptions::default()

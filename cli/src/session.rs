@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use pando_host::limits::Limits;
 use pando_host::{Adapter, CallContext, Grants, Host, LoadOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -70,8 +71,16 @@ pub async fn kubernetes(
     Ok(Some(client))
 }
 
-/// Loads the adapter named by `--adapter` with the grants, configuration
-/// and Kubernetes flags.
+/// The limits named by `--limits`, or the defaults.
+pub fn limits(global: &Global) -> Outcome<Limits> {
+    match &global.limits {
+        Some(path) => input::read_document(path),
+        None => Ok(Limits::default()),
+    }
+}
+
+/// Loads the adapter named by `--adapter` with the grants, configuration,
+/// limits and Kubernetes flags.
 pub async fn load(global: &Global) -> Outcome<Adapter> {
     let path: &PathBuf = global.adapter.as_ref().ok_or_else(|| {
         Failure::input("no adapter given: pass --adapter COMPONENT or set PANDO_ADAPTER")
@@ -81,6 +90,7 @@ pub async fn load(global: &Global) -> Outcome<Adapter> {
         None => "{}".to_string(),
     };
     let grants = grants(global)?;
+    let limits = limits(global)?;
     let client = kubernetes(
         &grants,
         global.kubeconfig.as_deref(),
@@ -90,6 +100,7 @@ pub async fn load(global: &Global) -> Outcome<Adapter> {
     let options = LoadOptions {
         grants,
         config,
+        limits,
         kubernetes: client,
         expected_digest: global.digest.clone(),
         ..LoadOptions::default()

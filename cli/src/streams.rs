@@ -85,7 +85,9 @@ pub async fn run(call: &Call, a: &RunArgs) -> Outcome {
     let wref = workload(&a.app, &a.workload);
     match call
         .adapter
-        .run(&call.ctx(), &wref, &request, tokio::io::stdout())
+        // Runs to the command's end, as `kubectl exec` does: a dump or a
+        // migration outlasts the default 60 s deadline.
+        .run(&call.long_ctx(), &wref, &request, tokio::io::stdout())
         .await
     {
         Ok(_) => Ok(()),

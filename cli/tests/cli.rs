@@ -590,3 +590,84 @@ fn rust_log_info_shows_each_adapter_call() {
         "no escape codes into a pipe: {err:?}"
     );
 }
+
+/// A limits file with `fields`, in a directory kept as long as the result.
+fn limits_file(fields: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let file = dir.path().join("limits.yaml");
+    std::fs::write(&file, fields).expect("writing the limits");
+    (dir, file)
+}
+
+#[test]
+fn limits_come_from_a_file_and_an_unknown_one_is_refused_naming_it() {
+    let cli = Cli::new();
+    let (_dir, file) = limits_file("memory_bytes: 65536\n");
+    let path = file.to_str().expect("a UTF-8 path");
+    // Applied: no instance of the adapter fits in 64 KiB.
+    let o = cli.run(&["--limits", path, "health"]);
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).contains("memory limit of 65536 bytes"),
+        "{}",
+        stderr(&o)
+    );
+
+    let (_dir, file) = limits_file("max_instancez: 4\n");
+    let o = cli.run(&["--limits", file.to_str().expect("a UTF-8 path"), "health"]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(err.contains("limits.yaml"), "names the file: {err}");
+    assert!(err.contains("max_instancez"), "names the field: {err}");
+
+    let (_dir, file) = limits_file("max_instances: 4\ndefault_timeout: 30000\n");
+    let o = cli.run(&["--limits", file.to_str().expect("a UTF-8 path"), "health"]);
+    assert_exit(&o, 0);
+}
+
+/// `run` has no deadline of its own: a command runs to its end (a
+/// `pg_dump` outlasts the default 60 s), and Ctrl-C ends it. Shown with a
+/// default timeout of 300 ms, which an ordinary call would be held to.
+#[test]
+fn run_outlasts_the_default_deadline_and_ends_on_interrupt() {
+    let cli = Cli::new();
+    let (_dir, file) = limits_file("default_timeout: 300\n");
+    let path = file.to_str().expect("a UTF-8 path");
+    // Compiled into the cache first, so the wait below is the call's, not
+    // the compile's.
+    assert_exit(&cli.run(&["--limits", path, "health"]), 0);
+    let mut child = cli
+        .command(&["--limits", path, "run", "shop", "web", "--", "hang"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pando-host starts");
+    std::thread::sleep(std::time::Duration::from_millis(2_000));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "`run` was still running past the 300 ms default deadline"
+    );
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("pando-host ends");
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+
+    // With `--timeout`, its deadline is that.
+    let o = cli.run(&[
+        "--limits",
+        path,
+        "--timeout",
+        "500ms",
+        "run",
+        "shop",
+        "web",
+        "--",
+        "hang",
+    ]);
+    assert_exit(&o, 1);
+    assert!(stderr(&o).contains("deadline"), "{}", stderr(&o));
+}
