@@ -41,25 +41,33 @@ pub fn read_text(path: &Path) -> Outcome<String> {
         .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))
 }
 
-/// Parses `text` (from `path`, which names it in errors) as a `T`.
-pub fn parse_document<T: DeserializeOwned>(path: &Path, text: &str) -> Outcome<T> {
-    let name = if path.as_os_str() == "-" {
+/// How `path` is named in errors.
+fn display_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
         "<stdin>".to_string()
     } else {
         path.display().to_string()
-    };
-    let located = |field: String, reason: String| {
-        // serde_yaml already prefixes some messages with the path.
-        let reason = reason
-            .strip_prefix(&format!("{field}: "))
-            .map_or(reason.clone(), str::to_string);
-        // The root's path is `.`: nothing to point at.
-        if field == "." {
-            Failure::input(format!("{name}: {reason}"))
-        } else {
-            Failure::input(format!("{name}: at {field}: {reason}"))
-        }
-    };
+    }
+}
+
+/// An error of document `name` at `field`.
+fn located(name: &str, field: String, reason: String) -> Failure {
+    // serde_yaml already prefixes some messages with the path.
+    let reason = reason
+        .strip_prefix(&format!("{field}: "))
+        .map_or(reason.clone(), str::to_string);
+    // The root's path is `.`: nothing to point at.
+    if field == "." {
+        Failure::input(format!("{name}: {reason}"))
+    } else {
+        Failure::input(format!("{name}: at {field}: {reason}"))
+    }
+}
+
+/// Parses `text` (from `path`, which names it in errors) as a `T`.
+pub fn parse_document<T: DeserializeOwned>(path: &Path, text: &str) -> Outcome<T> {
+    let name = display_name(path);
+    let located = |field: String, reason: String| located(&name, field, reason);
     match syntax(path, text) {
         Syntax::Json => {
             let mut de = serde_json::Deserializer::from_str(text);
@@ -81,6 +89,19 @@ pub fn parse_document<T: DeserializeOwned>(path: &Path, text: &str) -> Outcome<T
 pub fn read_document<T: DeserializeOwned>(path: &Path) -> Outcome<T> {
     let text = read_text(path)?;
     parse_document(path, &text)
+}
+
+/// Reads a document, lets `normalize` fill in what its writer may leave
+/// out (`plan`), then decodes it as a `T`, errors located as ever.
+pub fn read_normalized<T: DeserializeOwned>(
+    path: &Path,
+    normalize: fn(&mut serde_json::Value),
+) -> Outcome<T> {
+    let mut doc: serde_json::Value = read_document(path)?;
+    normalize(&mut doc);
+    let name = display_name(path);
+    serde_path_to_error::deserialize(doc)
+        .map_err(|e| located(&name, e.path().to_string(), e.inner().to_string()))
 }
 
 /// Reads an adapter configuration (YAML or JSON) and gives the JSON

@@ -15,6 +15,7 @@ pub mod input;
 pub mod inspect;
 pub mod new;
 pub mod output;
+pub mod plan;
 pub mod session;
 pub mod shell;
 pub mod streams;

@@ -12,6 +12,7 @@ use super::args::{EdgeVerb, Format};
 use super::failure::Outcome;
 use super::input;
 use super::output::{self, Field};
+use super::plan;
 use super::session::Call;
 
 fn bundle(app: &str) -> BundleRef {
@@ -40,7 +41,7 @@ fn done(format: Format, sentence: &str) -> Outcome {
 
 /// `apply PLAN`.
 pub async fn apply(call: &Call, plan: &Path) -> Outcome {
-    let plan: BundlePlan = input::read_document(plan)?;
+    let plan: BundlePlan = input::read_normalized(plan, plan::normalize_plan)?;
     let handle = call.adapter.apply(&call.ctx(), &plan).await?;
     output::print(call.format, &handle, |h| {
         format!("applied {} (at {})\n", h.id, h.location)
@@ -208,7 +209,7 @@ pub async fn edge(call: &Call, verb: &EdgeVerb) -> Outcome {
 
 /// `trial REQUEST_FILE`.
 pub async fn trial(call: &Call, request: &Path) -> Outcome {
-    let request: TrialRequest = input::read_document(request)?;
+    let request: TrialRequest = input::read_normalized(request, plan::normalize_trial)?;
     let result = call.adapter.trial(&call.ctx(), &request).await?;
     output::print_plain(call.format, &result)
 }

@@ -231,6 +231,37 @@ fn apply_of_the_hello_example_succeeds() {
     );
 }
 
+/// A plan written as a kubectl user writes one: lists left out, `TCP`,
+/// `egress: open`, keys as the WIT spells them.
+#[test]
+fn apply_of_a_short_plan_fills_in_what_it_leaves_out() {
+    let cli = Cli::new();
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let file = dir.path().join("short.yaml");
+    std::fs::write(
+        &file,
+        "id: short\nrevision: '1'\nnetwork: {egress: open}\nworkloads:\n- name: web\n  \
+         image: nginx:1.27\n  ports: [{port: 80, protocol: TCP}]\n  \
+         resources: {requests: {cpu-millis: 100, memory-bytes: 67108864}}\n",
+    )
+    .expect("writing the plan");
+    let o = cli.run(&["apply", file.to_str().expect("a UTF-8 path"), "-o", "json"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        json(&o),
+        serde_json::json!({"id": "short", "location": "test/short"})
+    );
+    // What has no safe default is still asked for, by name.
+    std::fs::write(&file, "id: short\nrevision: '1'\n").expect("writing the plan");
+    let o = cli.run(&["apply", file.to_str().expect("a UTF-8 path")]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("missing field `network`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn apply_of_a_plan_with_a_bad_field_names_the_file_and_field() {
     let cli = Cli::new();
