@@ -77,15 +77,55 @@ fn requested_by_node(
     by_node
 }
 
+/// The shape a fit is ranked for: the requests of the app being placed
+/// (its pods now, which a redeploy replaces), else the largest node's
+/// allocatable, so that no one resource is ranked first.
+fn ask_of(nodes: &[NodeRoom], pods: &[PodLoad], bundle: Option<&str>) -> Resources {
+    let mut app = zero();
+    for pod in pods
+        .iter()
+        .filter(|p| bundle.is_some() && p.bundle.as_deref() == bundle)
+    {
+        add(&mut app, &pod.requested);
+    }
+    if app.cpu_millis > 0 || app.memory_bytes > 0 {
+        return app;
+    }
+    let mut largest = zero();
+    for node in nodes {
+        largest.cpu_millis = largest.cpu_millis.max(node.allocatable.cpu_millis);
+        largest.memory_bytes = largest.memory_bytes.max(node.allocatable.memory_bytes);
+    }
+    largest
+}
+
+/// How many times `ask` fits in `free`, counting the scarcer resource: a
+/// node with CPU to spare and no memory holds nothing more. A resource the
+/// ask does not name does not count.
+fn copies(free: &Resources, ask: &Resources) -> f64 {
+    let share = |free: u64, ask: u64| (ask > 0).then(|| free as f64 / ask as f64);
+    match (
+        share(free.cpu_millis, ask.cpu_millis),
+        share(free.memory_bytes, ask.memory_bytes),
+    ) {
+        (Some(c), Some(m)) => c.min(m),
+        (Some(x), None) | (None, Some(x)) => x,
+        (None, None) => 0.0,
+    }
+}
+
 /// The node with the most room left once the pods `counts` selects are
-/// taken off: most CPU, then most memory, then the first name.
+/// taken off, ranked by how many times `ask` fits there (the scarcer
+/// resource decides, not CPU first); ties go to more CPU, then more
+/// memory, then the first name.
 fn roomiest(
     nodes: &[NodeRoom],
     pods: &[PodLoad],
+    ask: &Resources,
     counts: impl Fn(&PodLoad) -> bool,
 ) -> Option<Fit> {
     let used = requested_by_node(pods, counts);
-    let mut best: Option<Fit> = None;
+    let mut best: Option<(f64, Fit)> = None;
     let mut sorted: Vec<&NodeRoom> = nodes.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     for node in sorted {
@@ -93,17 +133,22 @@ fn roomiest(
             &node.allocatable,
             used.get(node.name.as_str()).unwrap_or(&zero()),
         );
-        let better = best.as_ref().is_none_or(|b| {
-            (free.cpu_millis, free.memory_bytes) > (b.free.cpu_millis, b.free.memory_bytes)
+        let score = copies(&free, ask);
+        let better = best.as_ref().is_none_or(|(s, b)| {
+            (score, free.cpu_millis, free.memory_bytes)
+                > (*s, b.free.cpu_millis, b.free.memory_bytes)
         });
         if better {
-            best = Some(Fit {
-                node: node.name.clone(),
-                free,
-            });
+            best = Some((
+                score,
+                Fit {
+                    node: node.name.clone(),
+                    free,
+                },
+            ));
         }
     }
-    best
+    best.map(|(_, fit)| fit)
 }
 
 /// The capacity report: `total` is what the eligible nodes hold
@@ -124,16 +169,19 @@ pub fn report(nodes: &[NodeRoom], pods: &[PodLoad]) -> CapacityReport {
     }
     CapacityReport {
         total,
-        largest_fit: roomiest(nodes, pods, |_| true),
+        largest_fit: roomiest(nodes, pods, &ask_of(nodes, pods, None), |_| true),
         nodes: u32::try_from(nodes.len()).unwrap_or(u32::MAX),
     }
 }
 
 /// The roomiest node for app `bundle`: every pod counted but the
-/// app's own, since a redeploy replaces them. `None` when no node is
+/// app's own, since a redeploy replaces them, and ranked by how many times
+/// the app's own requests fit (the contract passes no shape; the app's
+/// pods now are the best guess of what it asks). `None` when no node is
 /// eligible.
 pub fn largest_fit_for(nodes: &[NodeRoom], pods: &[PodLoad], bundle: &str) -> Option<Fit> {
-    roomiest(nodes, pods, |p| p.bundle.as_deref() != Some(bundle))
+    let ask = ask_of(nodes, pods, Some(bundle));
+    roomiest(nodes, pods, &ask, |p| p.bundle.as_deref() != Some(bundle))
 }
 
 /// How many pods one page of the cluster-wide pod list holds: a large
@@ -401,11 +449,34 @@ mod tests {
 
     #[test]
     fn r242_largest_fit_counts_every_pod() {
-        let nodes = [node("a", 4000, 100), node("b", 3000, 50)];
+        let nodes = [node("a", 4000, 100), node("b", 3000, 100)];
         let pods = [load("a", 500, 10, None), load("a", 1000, 20, Some("shop"))];
         let fit = report(&nodes, &pods).largest_fit.unwrap();
         assert_eq!(fit.node, "b");
-        assert_eq!(t(&fit.free), (3000, 50));
+        assert_eq!(t(&fit.free), (3000, 100));
+    }
+
+    #[test]
+    fn r242_a_node_short_of_memory_does_not_win_on_cpu() {
+        // `b` has more CPU free, and almost no memory: `a` holds more.
+        let nodes = [node("a", 4000, 100), node("b", 4000, 100)];
+        let pods = [load("a", 2000, 10, None), load("b", 500, 95, None)];
+        let fit = report(&nodes, &pods).largest_fit.unwrap();
+        assert_eq!(fit.node, "a", "ranked by the scarcer resource");
+        assert_eq!(t(&fit.free), (2000, 90));
+        // An app of memory-heavy pods goes where its memory fits too.
+        let pods = [
+            load("a", 2000, 10, None),
+            load("b", 500, 60, None),
+            load("c", 100, 40, Some("cache")),
+        ];
+        let nodes = [
+            node("a", 4000, 100),
+            node("b", 4000, 100),
+            node("c", 400, 50),
+        ];
+        let fit = largest_fit_for(&nodes, &pods, "cache").unwrap();
+        assert_eq!(fit.node, "a", "90 of memory free, 2.25 copies of (100, 40)");
     }
 
     #[test]
@@ -415,8 +486,13 @@ mod tests {
         let fit = largest_fit_for(&nodes, &pods, "shop").unwrap();
         assert_eq!(fit.node, "a");
         assert_eq!(t(&fit.free), (3500, 90));
-        // Another app gets nothing back.
-        assert_eq!(largest_fit_for(&nodes, &pods, "blog").unwrap().node, "b");
+        // Another app gets nothing back: the cluster's own largest fit.
+        let other = largest_fit_for(&nodes, &pods, "blog").unwrap();
+        let cluster = report(&nodes, &pods).largest_fit.unwrap();
+        assert_eq!(
+            (other.node, t(&other.free)),
+            (cluster.node, t(&cluster.free))
+        );
     }
 
     #[test]

@@ -171,25 +171,54 @@ def _by_node(pods: List[PodLoad], counts: Callable[[PodLoad], bool]) -> Dict[str
     return used
 
 
+def _ask(nodes: List[NodeRoom], pods: List[PodLoad], bundle: Optional[str]) -> Tuple[int, int]:
+    """The shape a fit is ranked for, as the Rust adapter's `ask_of`: the
+    requests of the app being placed (its pods now), else the largest
+    node's allocatable, so that no one resource is ranked first."""
+    cpu = memory = 0
+    for p in pods:
+        if bundle is not None and p.bundle == bundle:
+            cpu += p.requested.cpu_millis
+            memory += p.requested.memory_bytes
+    if cpu > 0 or memory > 0:
+        return cpu, memory
+    return (
+        max((n.cpu_millis for n in nodes), default=0),
+        max((n.memory_bytes for n in nodes), default=0),
+    )
+
+
+def _copies(free: types.Resources, ask: Tuple[int, int]) -> float:
+    """How many times `ask` fits in `free`, the scarcer resource deciding."""
+    shares = [f / a for f, a in ((free.cpu_millis, ask[0]), (free.memory_bytes, ask[1])) if a > 0]
+    return min(shares) if shares else 0.0
+
+
 def _roomiest(
-    nodes: List[NodeRoom], pods: List[PodLoad], counts: Callable[[PodLoad], bool]
+    nodes: List[NodeRoom],
+    pods: List[PodLoad],
+    ask: Tuple[int, int],
+    counts: Callable[[PodLoad], bool],
 ) -> Optional[types.Fit]:
     """The node with the most room once the pods `counts` selects are
-    taken off: most CPU, then most memory, then the first name."""
+    taken off, ranked by how many times `ask` fits there (not CPU first);
+    ties go to more CPU, then more memory, then the first name."""
     used = _by_node(pods, counts)
-    best: Optional[types.Fit] = None
+    best: Optional[Tuple[float, types.Fit]] = None
     for node in sorted(nodes, key=lambda n: n.name):
         u = used.get(node.name, [0, 0])
         free = types.Resources(
             cpu_millis=max(node.cpu_millis - u[0], 0),
             memory_bytes=max(node.memory_bytes - u[1], 0),
         )
-        if best is None or (free.cpu_millis, free.memory_bytes) > (
-            best.free.cpu_millis,
-            best.free.memory_bytes,
+        score = _copies(free, ask)
+        if best is None or (score, free.cpu_millis, free.memory_bytes) > (
+            best[0],
+            best[1].free.cpu_millis,
+            best[1].free.memory_bytes,
         ):
-            best = types.Fit(node=node.name, free=free)
-    return best
+            best = (score, types.Fit(node=node.name, free=free))
+    return best[1] if best is not None else None
 
 
 def report(nodes: List[NodeRoom], pods: List[PodLoad]) -> types.CapacityReport:
@@ -204,7 +233,7 @@ def report(nodes: List[NodeRoom], pods: List[PodLoad]) -> types.CapacityReport:
         memory += max(node.memory_bytes - u[1], 0)
     return types.CapacityReport(
         total=types.Resources(cpu_millis=cpu, memory_bytes=memory),
-        largest_fit=_roomiest(nodes, pods, lambda p: True),
+        largest_fit=_roomiest(nodes, pods, _ask(nodes, pods, None), lambda p: True),
         nodes=len(nodes),
     )
 
@@ -212,4 +241,4 @@ def report(nodes: List[NodeRoom], pods: List[PodLoad]) -> types.CapacityReport:
 def largest_fit_for(nodes: List[NodeRoom], pods: List[PodLoad], bundle: str) -> Optional[types.Fit]:
     """R-242: every pod counted but the app's own, since a redeploy
     replaces them; None when no node is eligible."""
-    return _roomiest(nodes, pods, lambda p: p.bundle != bundle)
+    return _roomiest(nodes, pods, _ask(nodes, pods, bundle), lambda p: p.bundle != bundle)

@@ -547,22 +547,24 @@ async fn apply_deletes_the_workloads_the_plan_no_longer_has() {
     cleanup(&a, &app).await;
 }
 
-#[tokio::test]
-async fn r243_a_node_tainted_against_app_pods_holds_no_capacity() {
+/// Makes a KWOK node (KWOK manages every node: it becomes Ready) labelled
+/// `label=value`, with `cpu` and `memory` allocatable and `taints`, and
+/// waits until it is Ready.
+async fn kwok_node(
+    name: &str,
+    label: (&str, &str),
+    (cpu, memory): (&str, &str),
+    taints: serde_json::Value,
+) {
     use k8s_openapi::api::core::v1::Node;
-    use kube::api::{Patch, PatchParams, PostParams};
-    use pando_tests::cluster;
-    let c = admin().await;
-    let nodes = Api::<Node>::all(c.clone());
-    let name = cluster::unique_name("kwok-tainted");
-    // A KWOK node (KWOK manages every node: it becomes Ready), found by a label of its own,
-    // tainted so that no pod without a toleration is scheduled there.
+    use kube::api::PostParams;
+    let nodes = Api::<Node>::all(admin().await);
     let node: Node = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": name, "labels": { "pando.test/taint-test": name, "type": "kwok" },
+        "metadata": { "name": name, "labels": { label.0: label.1, "type": "kwok" },
                       "annotations": { "kwok.x-k8s.io/node": "fake" } },
-        "spec": { "taints": [{ "key": "pando.test/dedicated", "value": "db", "effect": "NoSchedule" }] },
-        "status": { "allocatable": { "cpu": "8", "memory": "32Gi", "pods": "110" },
-                    "capacity": { "cpu": "8", "memory": "32Gi", "pods": "110" } },
+        "spec": { "taints": taints },
+        "status": { "allocatable": { "cpu": cpu, "memory": memory, "pods": "110" },
+                    "capacity": { "cpu": cpu, "memory": memory, "pods": "110" } },
     }))
     .expect("a node");
     nodes
@@ -571,7 +573,7 @@ async fn r243_a_node_tainted_against_app_pods_holds_no_capacity() {
         .expect("creating a node");
     let ready = || async {
         nodes
-            .get(&name)
+            .get(name)
             .await
             .ok()
             .and_then(|n| n.status?.conditions)
@@ -581,10 +583,78 @@ async fn r243_a_node_tainted_against_app_pods_holds_no_capacity() {
     while !ready().await {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "the node never became Ready"
+            "node {name} never became Ready"
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+}
+
+/// The largest fit is ranked by the scarcer resource: a node with twice
+/// the CPU and almost no memory does not win over a balanced one (it did
+/// when CPU was ranked first).
+#[tokio::test]
+async fn r242_the_largest_fit_is_not_a_node_short_of_memory() {
+    use k8s_openapi::api::core::v1::Node;
+    use pando_tests::cluster;
+    let group = cluster::unique_name("kwok-fit");
+    let (cpu_rich, balanced) = (format!("{group}-cpu"), format!("{group}-bal"));
+    kwok_node(
+        &cpu_rich,
+        ("pando.test/fit-test", &group),
+        ("16", "1Gi"),
+        serde_json::json!([]),
+    )
+    .await;
+    kwok_node(
+        &balanced,
+        ("pando.test/fit-test", &group),
+        ("8", "32Gi"),
+        serde_json::json!([]),
+    )
+    .await;
+    let config = format!(
+        r#"{{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17",
+        "node_selector": "pando.test/fit-test={group}"}}"#
+    );
+    let (a, _h) = ka::load_with(&config).await;
+    let report = a.capacity(&ctx()).await.expect("capacity");
+    let fit = a
+        .largest_fit_for(&ctx(), "no-such-app")
+        .await
+        .expect("largest fit for");
+    let nodes = Api::<Node>::all(admin().await);
+    for name in [&cpu_rich, &balanced] {
+        let _ = nodes.delete(name, &DeleteParams::default()).await;
+    }
+    assert_eq!(report.nodes, 2, "both nodes are eligible");
+    let largest = report.largest_fit.expect("a fit");
+    assert_eq!(largest.node, balanced, "{largest:?}");
+    // Other tests' pods may land there meanwhile: not exactly 32 GiB.
+    assert!(largest.free.memory_bytes > 1 << 30, "{largest:?}");
+    assert_eq!(
+        fit.map(|f| f.node),
+        Some(balanced),
+        "and for an app with no pods"
+    );
+}
+
+#[tokio::test]
+async fn r243_a_node_tainted_against_app_pods_holds_no_capacity() {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Patch, PatchParams};
+    use pando_tests::cluster;
+    let c = admin().await;
+    let nodes = Api::<Node>::all(c.clone());
+    let name = cluster::unique_name("kwok-tainted");
+    // Found by a label of its own, tainted so that no pod without a
+    // toleration is scheduled there.
+    kwok_node(
+        &name,
+        ("pando.test/taint-test", &name),
+        ("8", "32Gi"),
+        serde_json::json!([{ "key": "pando.test/dedicated", "value": "db", "effect": "NoSchedule" }]),
+    )
+    .await;
     let config = format!(
         r#"{{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17",
         "node_selector": "pando.test/taint-test={name}"}}"#
