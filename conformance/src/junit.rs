@@ -1,11 +1,8 @@
-//! The report as JUnit XML, the format CI systems read.
-//!
-//! Written by hand: the document is one fixed shape, and the only care it
-//! needs is escaping, which must also drop the characters XML 1.0 cannot
-//! carry at all (control characters in an adapter's error message), which
-//! an XML library's escaping leaves in.
+//! The report as JUnit XML, the format CI systems read, written by
+//! `quick-junit` (which also drops what XML 1.0 cannot carry: the control
+//! characters an adapter's error message may hold, and ANSI colours).
 
-use std::fmt::Write;
+use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 use super::report::{Outcome, Report};
 
@@ -14,51 +11,33 @@ use super::report::{Outcome, Report};
 /// what it checks, `time` in seconds; `<failure message>` or
 /// `<skipped message>` with the reason; notes in `<system-out>`.
 pub(crate) fn render(report: &Report) -> String {
-    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let suite = format!("pando-conformance {}", report.adapter);
-    let _ = writeln!(
-        x,
-        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\" time=\"{:.3}\">",
-        escape(&suite),
-        report.cases.len(),
-        report.failed(),
-        report.skipped(),
-        report.duration.as_secs_f64()
-    );
-    let _ = writeln!(
-        x,
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\" time=\"{:.3}\">",
-        escape(&suite),
-        report.cases.len(),
-        report.failed(),
-        report.skipped(),
-        report.duration.as_secs_f64()
-    );
-    let _ = writeln!(x, "    <properties>");
-    for (name, value) in [
-        ("component", report.component.as_str()),
-        ("digest", report.digest.as_str()),
-    ] {
-        let _ = writeln!(
-            x,
-            "      <property name=\"{name}\" value=\"{}\"/>",
-            escape(value)
-        );
-    }
-    let _ = writeln!(x, "    </properties>");
+    let name = format!("pando-conformance {}", report.adapter);
+    let mut suite = TestSuite::new(name.as_str());
+    suite.set_time(report.duration);
+    suite.add_property(Property::new("component", report.component.as_str()));
+    suite.add_property(Property::new("digest", report.digest.as_str()));
     for case in &report.cases {
-        let name = if case.rule.is_empty() {
+        let title = if case.rule.is_empty() {
             case.name.clone()
         } else {
             format!("{} {}", case.rule, case.name)
         };
-        let _ = write!(
-            x,
-            "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
-            escape(&case.id),
-            escape(&name),
-            case.duration.as_secs_f64()
-        );
+        let status = match &case.outcome {
+            Outcome::Pass => TestCaseStatus::success(),
+            Outcome::Fail(reason) => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(reason.as_str())
+                    .set_description(reason.as_str());
+                s
+            }
+            Outcome::Skip(reason) => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(reason.as_str());
+                s
+            }
+        };
+        let mut test = TestCase::new(title, status);
+        test.set_classname(case.id.as_str()).set_time(case.duration);
         // A pass's claim (what it checked, when less than its name says)
         // goes first in its output: the name stays the case's, for CI's
         // history of it.
@@ -68,62 +47,22 @@ pub(crate) fn render(report: &Report) -> String {
             .map(|c| format!("checked only: {c}"))
             .chain(case.notes.iter().cloned())
             .collect();
-        if matches!(case.outcome, Outcome::Pass) && out.is_empty() {
-            x.push_str("/>\n");
-            continue;
-        }
-        x.push_str(">\n");
-        match &case.outcome {
-            Outcome::Pass => {}
-            Outcome::Fail(reason) => {
-                let _ = writeln!(
-                    x,
-                    "      <failure message=\"{}\">{}</failure>",
-                    escape(reason),
-                    escape(reason)
-                );
-            }
-            Outcome::Skip(reason) => {
-                let _ = writeln!(x, "      <skipped message=\"{}\"/>", escape(reason));
-            }
-        }
         if !out.is_empty() {
-            let _ = writeln!(
-                x,
-                "      <system-out>{}</system-out>",
-                escape(&out.join("\n"))
-            );
+            test.set_system_out(out.join("\n"));
         }
-        x.push_str("    </testcase>\n");
+        suite.add_test_case(test);
     }
-    x.push_str("  </testsuite>\n</testsuites>\n");
-    x
-}
-
-/// Text for an attribute or element: the five markup characters as
-/// entities, and characters XML 1.0 does not allow (most C0 controls,
-/// U+FFFE, U+FFFF) as `\u{…}` text, so the document always parses.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Kept in attributes too: a newline in an attribute is
-            // normalized to a space by parsers, so write it as a reference.
-            '\n' => out.push_str("&#10;"),
-            '\t' => out.push_str("&#9;"),
-            '\r' => out.push_str("&#13;"),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    let mut junit = quick_junit::Report::new(name.as_str());
+    junit.set_time(report.duration).add_test_suite(suite);
+    junit.to_string().unwrap_or_else(|e| {
+        // Serializing into memory fails only on a bug of the writer: say
+        // so in a document CI still reads.
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"pando-conformance\" \
+             tests=\"0\"><!-- the report could not be written: {} --></testsuites>\n",
+            e.to_string().replace("--", "- -")
+        )
+    })
 }
 
 #[cfg(test)]
@@ -160,16 +99,20 @@ mod tests {
             ],
         };
         let x = render(&report);
+        assert!(x.contains("tests=\"3\""), "{x}");
+        assert!(x.contains("failures=\"1\""), "{x}");
+        assert!(x.contains("skipped=\"1\""), "{x}");
         assert!(
-            x.contains("tests=\"3\" failures=\"1\" skipped=\"1\""),
+            x.contains("name=\"O-41 apply &lt;again&gt;\" classname=\"C-A-01\" time=\"1.200\"/>"),
             "{x}"
         );
-        assert!(x.contains(
-            "<testcase classname=\"C-A-01\" name=\"O-41 apply &lt;again&gt;\" time=\"1.200\"/>"
-        ));
-        assert!(x.contains("<failure message=\"wrote &quot;secrets&quot; &lt;1&gt;\\u{1}\">"));
-        assert!(x.contains("<skipped message=\"not declared\"/>"));
-        assert!(x.contains("value=\"a&amp;b.wasm\""));
-        assert!(x.ends_with("</testsuites>\n"));
+        assert!(
+            x.contains("<failure message=\"wrote &quot;secrets&quot; &lt;1&gt;\""),
+            "the control character is dropped: {x}"
+        );
+        assert!(!x.contains('\u{1}'), "{x}");
+        assert!(x.contains("<skipped message=\"not declared\"/>"), "{x}");
+        assert!(x.contains("value=\"a&amp;b.wasm\""), "{x}");
+        assert!(x.trim_end().ends_with("</testsuites>"), "{x}");
     }
 }

@@ -236,7 +236,8 @@ async fn round_trip(fx: &Fixture<'_>, app: &str, notes: &mut Notes) -> Check {
     let archive = tar::archive(
         &["conformance"],
         &[(DATA_FILE, &data), ("conformance/hello.txt", b"hello\n")],
-    );
+    )
+    .map_err(|e| fail(format!("making the archive to restore: {e}")))?;
     let what = "restore-volume of a tar archive";
     let ctx = fx.ctx();
     let call = fx
