@@ -333,11 +333,11 @@ impl Adapter for KubernetesAdapter {
     /// and the roomiest node: [`capacity::report`], from
     /// 2 requests.
     fn capacity(&self) -> Result<pando_adapter_sdk::types::CapacityReport, Error> {
-        let (nodes, pods) = capacity::read(
+        let c = capacity::read(
             &self.config.node_selector,
             self.config.runtime_class.as_deref(),
         )?;
-        Ok(capacity::report(&nodes, &pods))
+        Ok(capacity::report(&c.nodes, &c.pods, c.overhead))
     }
 
     /// The roomiest node for one app, its own pods' requests added back
@@ -346,11 +346,13 @@ impl Adapter for KubernetesAdapter {
         &self,
         bundle: String,
     ) -> Result<Option<pando_adapter_sdk::types::Fit>, Error> {
-        let (nodes, pods) = capacity::read(
+        let c = capacity::read(
             &self.config.node_selector,
             self.config.runtime_class.as_deref(),
         )?;
-        Ok(capacity::largest_fit_for(&nodes, &pods, &bundle))
+        Ok(capacity::largest_fit_for(
+            &c.nodes, &c.pods, &bundle, c.overhead,
+        ))
     }
 
     /// The newest pod's log, a finished one included ([`logs`]).

@@ -168,17 +168,17 @@ class Adapter(exports.Adapter):
 
     @boundary
     def capacity(self) -> types.CapacityReport:
-        nodes, pods = capacity_mod.read(
-            _configured().node_selector, _runtime_class(_configured())
-        )
-        return capacity_mod.report(nodes, pods)
+        runtime_class = _runtime_class(_configured())
+        nodes, pods = capacity_mod.read(_configured().node_selector, runtime_class)
+        return capacity_mod.report(nodes, pods, capacity_mod.overhead_of(runtime_class))
 
     @boundary
     def largest_fit_for(self, bundle: str) -> Optional[types.Fit]:
-        nodes, pods = capacity_mod.read(
-            _configured().node_selector, _runtime_class(_configured())
+        runtime_class = _runtime_class(_configured())
+        nodes, pods = capacity_mod.read(_configured().node_selector, runtime_class)
+        return capacity_mod.largest_fit_for(
+            nodes, pods, bundle, capacity_mod.overhead_of(runtime_class)
         )
-        return capacity_mod.largest_fit_for(nodes, pods, bundle)
 
     @boundary
     def in_use(self) -> types.InUseReport:

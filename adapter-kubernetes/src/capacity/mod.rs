@@ -114,14 +114,15 @@ fn copies(free: &Resources, ask: &Resources) -> f64 {
     }
 }
 
-/// The node with the most room left once the pods `counts` selects are
-/// taken off, ranked by how many times `ask` fits there (the scarcer
+/// The node with the most room left once the pods `counts` selects and
+/// `reserve` (the overhead of the pods to be placed) are taken off, ranked by how many times `ask` fits there (the scarcer
 /// resource decides, not CPU first); ties go to more CPU, then more
 /// memory, then the first name.
 fn roomiest(
     nodes: &[NodeRoom],
     pods: &[PodLoad],
     ask: &Resources,
+    reserve: &Resources,
     counts: impl Fn(&PodLoad) -> bool,
 ) -> Option<Fit> {
     let used = requested_by_node(pods, counts);
@@ -130,8 +131,11 @@ fn roomiest(
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     for node in sorted {
         let free = less(
-            &node.allocatable,
-            used.get(node.name.as_str()).unwrap_or(&zero()),
+            &less(
+                &node.allocatable,
+                used.get(node.name.as_str()).unwrap_or(&zero()),
+            ),
+            reserve,
         );
         let score = copies(&free, ask);
         let better = best.as_ref().is_none_or(|(s, b)| {
@@ -155,7 +159,11 @@ fn roomiest(
 /// less what pods that are not Pando's apps request on them (the planner
 /// takes Pando's own off itself); `largest_fit` is the node with the most
 /// room once every pod's requests are counted, Pando's too.
-pub fn report(nodes: &[NodeRoom], pods: &[PodLoad]) -> CapacityReport {
+///
+/// The fit's room is for containers: one new pod's RuntimeClass
+/// `overhead` (CPU millicores, bytes) is taken off it, as the scheduler
+/// will count it.
+pub fn report(nodes: &[NodeRoom], pods: &[PodLoad], overhead: (u64, u64)) -> CapacityReport {
     let others = requested_by_node(pods, |p| p.bundle.is_none());
     let mut total = zero();
     for node in nodes {
@@ -169,7 +177,13 @@ pub fn report(nodes: &[NodeRoom], pods: &[PodLoad]) -> CapacityReport {
     }
     CapacityReport {
         total,
-        largest_fit: roomiest(nodes, pods, &ask_of(nodes, pods, None), |_| true),
+        largest_fit: roomiest(
+            nodes,
+            pods,
+            &ask_of(nodes, pods, None),
+            &times(overhead, 1),
+            |_| true,
+        ),
         nodes: u32::try_from(nodes.len()).unwrap_or(u32::MAX),
     }
 }
@@ -179,9 +193,33 @@ pub fn report(nodes: &[NodeRoom], pods: &[PodLoad]) -> CapacityReport {
 /// the app's own requests fit (the contract passes no shape; the app's
 /// pods now are the best guess of what it asks). `None` when no node is
 /// eligible.
-pub fn largest_fit_for(nodes: &[NodeRoom], pods: &[PodLoad], bundle: &str) -> Option<Fit> {
+///
+/// The room is for the app's containers: the RuntimeClass `overhead` of
+/// as many pods as it has now (one, for an app with none yet) is taken
+/// off, since the pods that replace them carry it again.
+pub fn largest_fit_for(
+    nodes: &[NodeRoom],
+    pods: &[PodLoad],
+    bundle: &str,
+    overhead: (u64, u64),
+) -> Option<Fit> {
     let ask = ask_of(nodes, pods, Some(bundle));
-    roomiest(nodes, pods, &ask, |p| p.bundle.as_deref() != Some(bundle))
+    let own = pods
+        .iter()
+        .filter(|p| p.bundle.as_deref() == Some(bundle))
+        .count();
+    let reserve = times(overhead, own.max(1) as u64);
+    roomiest(nodes, pods, &ask, &reserve, |p| {
+        p.bundle.as_deref() != Some(bundle)
+    })
+}
+
+/// `n` pods' worth of `overhead`.
+fn times((cpu, memory): (u64, u64), n: u64) -> Resources {
+    Resources {
+        cpu_millis: cpu.saturating_mul(n),
+        memory_bytes: memory.saturating_mul(n),
+    }
 }
 
 /// How many pods one page of the cluster-wide pod list holds: a large
@@ -196,6 +234,10 @@ pub struct Scheduling {
     pub node_selector: BTreeMap<String, String>,
     /// The class's tolerations: app pods carry no others.
     pub tolerations: Vec<Toleration>,
+    /// What each app pod asks beyond its containers: the class's
+    /// `overhead.podFixed`, which the RuntimeClass admission sets on every
+    /// pod of the class (`spec.overhead`), as (CPU millicores, bytes).
+    pub overhead: (u64, u64),
 }
 
 impl Scheduling {
@@ -209,6 +251,19 @@ impl Scheduling {
             tolerations: scheduling
                 .and_then(|s| s.tolerations.clone())
                 .unwrap_or_default(),
+            overhead: class
+                .overhead
+                .as_ref()
+                .and_then(|o| o.pod_fixed.as_ref())
+                .map_or((0, 0), |fixed| {
+                    let get = |key: &str, scale| {
+                        fixed
+                            .get(key)
+                            .and_then(|q| quantity::parse(&q.0, scale))
+                            .unwrap_or(0)
+                    };
+                    (get("cpu", 1000), get("memory", 1))
+                }),
         }
     }
 }
@@ -353,13 +408,21 @@ pub fn pod_load(pod: &Pod) -> Option<PodLoad> {
     })
 }
 
+/// What [`report`] and [`largest_fit_for`] are computed from.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    /// The eligible nodes.
+    pub nodes: Vec<NodeRoom>,
+    /// Every unfinished pod bound to a node.
+    pub pods: Vec<PodLoad>,
+    /// A new app pod's RuntimeClass overhead (CPU millicores, bytes).
+    pub overhead: (u64, u64),
+}
+
 /// The eligible nodes and every unfinished pod's load: one node list, the
 /// cluster-wide pod list a page at a time (Pando's role reads pods
 /// cluster-wide for this), and the RuntimeClass `runtime_class` names.
-pub fn read(
-    selector: &NodeSelector,
-    runtime_class: Option<&str>,
-) -> Result<(Vec<NodeRoom>, Vec<PodLoad>), Error> {
+pub fn read(selector: &NodeSelector, runtime_class: Option<&str>) -> Result<Cluster, Error> {
     let scheduling = match runtime_class {
         None => Scheduling::default(),
         Some(name) => Api::<RuntimeClass>::all()
@@ -392,246 +455,16 @@ pub fn read(
             _ => break,
         }
     }
-    Ok((
-        nodes
+    Ok(Cluster {
+        nodes: nodes
             .items
             .iter()
             .filter_map(|n| node_room(n, selector, &scheduling))
             .collect(),
-        loads,
-    ))
+        pods: loads,
+        overhead: scheduling.overhead,
+    })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `Resources` has no `PartialEq` (a WIT record): compare as pairs.
-    fn t(r: &Resources) -> (u64, u64) {
-        (r.cpu_millis, r.memory_bytes)
-    }
-
-    fn r(cpu: u64, mem: u64) -> Resources {
-        Resources {
-            cpu_millis: cpu,
-            memory_bytes: mem,
-        }
-    }
-
-    fn node(name: &str, cpu: u64, mem: u64) -> NodeRoom {
-        NodeRoom {
-            name: name.into(),
-            allocatable: r(cpu, mem),
-        }
-    }
-
-    fn load(node: &str, cpu: u64, mem: u64, bundle: Option<&str>) -> PodLoad {
-        PodLoad {
-            node: node.into(),
-            requested: r(cpu, mem),
-            bundle: bundle.map(Into::into),
-        }
-    }
-
-    #[test]
-    fn r243_total_excludes_only_what_others_request() {
-        let nodes = [node("a", 4000, 100), node("b", 2000, 50)];
-        let pods = [
-            load("a", 500, 10, None),
-            load("a", 1000, 20, Some("shop")),
-            // A pod on a node that is not eligible counts nowhere.
-            load("z", 9000, 900, None),
-        ];
-        let report = report(&nodes, &pods);
-        assert_eq!(t(&report.total), (5500, 140));
-        assert_eq!(report.nodes, 2);
-    }
-
-    #[test]
-    fn r242_largest_fit_counts_every_pod() {
-        let nodes = [node("a", 4000, 100), node("b", 3000, 100)];
-        let pods = [load("a", 500, 10, None), load("a", 1000, 20, Some("shop"))];
-        let fit = report(&nodes, &pods).largest_fit.unwrap();
-        assert_eq!(fit.node, "b");
-        assert_eq!(t(&fit.free), (3000, 100));
-    }
-
-    #[test]
-    fn r242_a_node_short_of_memory_does_not_win_on_cpu() {
-        // `b` has more CPU free, and almost no memory: `a` holds more.
-        let nodes = [node("a", 4000, 100), node("b", 4000, 100)];
-        let pods = [load("a", 2000, 10, None), load("b", 500, 95, None)];
-        let fit = report(&nodes, &pods).largest_fit.unwrap();
-        assert_eq!(fit.node, "a", "ranked by the scarcer resource");
-        assert_eq!(t(&fit.free), (2000, 90));
-        // An app of memory-heavy pods goes where its memory fits too.
-        let pods = [
-            load("a", 2000, 10, None),
-            load("b", 500, 60, None),
-            load("c", 100, 40, Some("cache")),
-        ];
-        let nodes = [
-            node("a", 4000, 100),
-            node("b", 4000, 100),
-            node("c", 400, 50),
-        ];
-        let fit = largest_fit_for(&nodes, &pods, "cache").unwrap();
-        assert_eq!(fit.node, "a", "90 of memory free, 2.25 copies of (100, 40)");
-    }
-
-    #[test]
-    fn r242_largest_fit_for_adds_back_the_bundles_own_pods() {
-        let nodes = [node("a", 4000, 100), node("b", 3000, 50)];
-        let pods = [load("a", 500, 10, None), load("a", 1000, 20, Some("shop"))];
-        let fit = largest_fit_for(&nodes, &pods, "shop").unwrap();
-        assert_eq!(fit.node, "a");
-        assert_eq!(t(&fit.free), (3500, 90));
-        // Another app gets nothing back: the cluster's own largest fit.
-        let other = largest_fit_for(&nodes, &pods, "blog").unwrap();
-        let cluster = report(&nodes, &pods).largest_fit.unwrap();
-        assert_eq!(
-            (other.node, t(&other.free)),
-            (cluster.node, t(&cluster.free))
-        );
-    }
-
-    #[test]
-    fn no_eligible_node_no_fit_and_requests_never_underflow() {
-        let report = report(&[], &[load("a", 1, 1, None)]);
-        assert_eq!(report.nodes, 0);
-        assert!(report.largest_fit.is_none());
-        assert_eq!(t(&report.total), (0, 0));
-        let over = super::report(&[node("a", 100, 10)], &[load("a", 500, 50, None)]);
-        assert_eq!(t(&over.total), (0, 0));
-        assert_eq!(t(&over.largest_fit.unwrap().free), (0, 0));
-    }
-
-    #[test]
-    fn ties_go_to_the_first_name() {
-        let nodes = [node("b", 1000, 10), node("a", 1000, 10)];
-        assert_eq!(report(&nodes, &[]).largest_fit.unwrap().node, "a");
-    }
-
-    fn k8s_node(json: serde_json::Value) -> Node {
-        serde_json::from_value(json).unwrap()
-    }
-
-    #[test]
-    fn eligible_nodes_are_ready_schedulable_and_selected() {
-        let selector = NodeSelector::parse("pando.dev/pool=apps").unwrap();
-        let base = serde_json::json!({
-            "metadata": {"name": "n", "labels": {"pando.dev/pool": "apps"}},
-            "status": {
-                "allocatable": {"cpu": "8", "memory": "32Gi"},
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        });
-        let none = Scheduling::default();
-        let room = node_room(&k8s_node(base.clone()), &selector, &none).unwrap();
-        assert_eq!(t(&room.allocatable), (8000, 32 << 30));
-        let mut cordoned = base.clone();
-        cordoned["spec"] = serde_json::json!({"unschedulable": true});
-        assert!(!eligible(&k8s_node(cordoned), &selector, &none));
-        let mut not_ready = base.clone();
-        not_ready["status"]["conditions"][0]["status"] = "False".into();
-        assert!(!eligible(&k8s_node(not_ready), &selector, &none));
-        let mut other_pool = base.clone();
-        other_pool["metadata"]["labels"]["pando.dev/pool"] = "db".into();
-        assert!(!eligible(&k8s_node(other_pool.clone()), &selector, &none));
-        assert!(eligible(
-            &k8s_node(other_pool),
-            &NodeSelector::default(),
-            &none
-        ));
-    }
-
-    #[test]
-    fn r243_a_taint_the_app_pods_do_not_tolerate_keeps_the_node_out() {
-        let any = NodeSelector::default();
-        let tainted = k8s_node(serde_json::json!({
-            "metadata": {"name": "n", "labels": {"pando.test/node": "real"}},
-            "spec": {"taints": [
-                {"key": "pando.test/real-node", "value": "true", "effect": "NoSchedule"},
-                {"key": "soft", "effect": "PreferNoSchedule"},
-            ]},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-        }));
-        assert!(
-            !eligible(&tainted, &any, &Scheduling::default()),
-            "app pods tolerate nothing of their own"
-        );
-        let class: RuntimeClass = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "pando-real-node"}, "handler": "runc",
-            "scheduling": {
-                "nodeSelector": {"pando.test/node": "real"},
-                "tolerations": [{"key": "pando.test/real-node", "operator": "Exists",
-                                 "effect": "NoSchedule"}],
-            },
-        }))
-        .unwrap();
-        let scheduling = Scheduling::of(&class);
-        assert!(
-            eligible(&tainted, &any, &scheduling),
-            "the class's toleration; PreferNoSchedule keeps no pod off"
-        );
-        let untainted_elsewhere = k8s_node(serde_json::json!({
-            "metadata": {"name": "m"},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-        }));
-        assert!(
-            !eligible(&untainted_elsewhere, &any, &scheduling),
-            "the class's node selector"
-        );
-        let equal = |value: Option<&str>| Toleration {
-            key: Some("pando.test/real-node".into()),
-            operator: Some("Equal".into()),
-            value: value.map(Into::into),
-            effect: None,
-            ..Toleration::default()
-        };
-        let taint = Taint {
-            key: "pando.test/real-node".into(),
-            value: Some("true".into()),
-            effect: "NoExecute".into(),
-            ..Taint::default()
-        };
-        assert!(tolerates(&equal(Some("true")), &taint));
-        assert!(!tolerates(&equal(Some("false")), &taint));
-        let all = Toleration {
-            operator: Some("Exists".into()),
-            ..Toleration::default()
-        };
-        assert!(tolerates(&all, &taint), "an empty key with Exists");
-    }
-
-    #[test]
-    fn pod_requests_count_init_containers_and_overhead_and_who_owns_it() {
-        let pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"namespace": "pando-shop", "labels": {
-                "app.kubernetes.io/managed-by": "pando", "pando.dev/app": "shop"}},
-            "spec": {
-                "nodeName": "a",
-                "containers": [
-                    {"name": "x", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}},
-                    {"name": "y", "resources": {"requests": {"cpu": "200m"}}},
-                ],
-                "initContainers": [
-                    {"name": "i", "resources": {"requests": {"cpu": "1", "memory": "1Mi"}}},
-                ],
-                "overhead": {"cpu": "10m"},
-            },
-            "status": {"phase": "Running"},
-        }))
-        .unwrap();
-        let l = pod_load(&pod).unwrap();
-        assert_eq!(t(&l.requested), (1010, 64 << 20));
-        assert_eq!(l.bundle.as_deref(), Some("shop"));
-        // The same labels in another namespace are not an app's pod.
-        let mut elsewhere = pod.clone();
-        elsewhere.metadata.namespace = Some("default".into());
-        assert_eq!(bundle_of(&elsewhere), None);
-        let mut done = pod;
-        done.status.as_mut().unwrap().phase = Some("Failed".into());
-        assert!(pod_load(&done).is_none());
-    }
-}
+mod tests;

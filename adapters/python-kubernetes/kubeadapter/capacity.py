@@ -194,10 +194,20 @@ def _copies(free: types.Resources, ask: Tuple[int, int]) -> float:
     return min(shares) if shares else 0.0
 
 
+def overhead_of(runtime_class: Optional[Json]) -> Tuple[int, int]:
+    """What each app pod asks beyond its containers: the RuntimeClass's
+    `overhead.podFixed` (CPU millicores, bytes), as the Rust adapter's
+    `Scheduling::overhead`."""
+    fixed = ((runtime_class or {}).get("overhead") or {}).get("podFixed") or {}
+    r = _quantities(fixed)
+    return r.cpu_millis, r.memory_bytes
+
+
 def _roomiest(
     nodes: List[NodeRoom],
     pods: List[PodLoad],
     ask: Tuple[int, int],
+    reserve: Tuple[int, int],
     counts: Callable[[PodLoad], bool],
 ) -> Optional[types.Fit]:
     """The node with the most room once the pods `counts` selects are
@@ -208,8 +218,8 @@ def _roomiest(
     for node in sorted(nodes, key=lambda n: n.name):
         u = used.get(node.name, [0, 0])
         free = types.Resources(
-            cpu_millis=max(node.cpu_millis - u[0], 0),
-            memory_bytes=max(node.memory_bytes - u[1], 0),
+            cpu_millis=max(node.cpu_millis - u[0] - reserve[0], 0),
+            memory_bytes=max(node.memory_bytes - u[1] - reserve[1], 0),
         )
         score = _copies(free, ask)
         if best is None or (score, free.cpu_millis, free.memory_bytes) > (
@@ -221,7 +231,9 @@ def _roomiest(
     return best[1] if best is not None else None
 
 
-def report(nodes: List[NodeRoom], pods: List[PodLoad]) -> types.CapacityReport:
+def report(
+    nodes: List[NodeRoom], pods: List[PodLoad], overhead: Tuple[int, int] = (0, 0)
+) -> types.CapacityReport:
     """R-243: `total` is what the eligible nodes hold less what pods that
     are not Pando's apps request there; `largest_fit` counts every pod,
     Pando's too (R-242)."""
@@ -233,12 +245,19 @@ def report(nodes: List[NodeRoom], pods: List[PodLoad]) -> types.CapacityReport:
         memory += max(node.memory_bytes - u[1], 0)
     return types.CapacityReport(
         total=types.Resources(cpu_millis=cpu, memory_bytes=memory),
-        largest_fit=_roomiest(nodes, pods, _ask(nodes, pods, None), lambda p: True),
+        largest_fit=_roomiest(nodes, pods, _ask(nodes, pods, None), overhead, lambda p: True),
         nodes=len(nodes),
     )
 
 
-def largest_fit_for(nodes: List[NodeRoom], pods: List[PodLoad], bundle: str) -> Optional[types.Fit]:
+def largest_fit_for(
+    nodes: List[NodeRoom],
+    pods: List[PodLoad],
+    bundle: str,
+    overhead: Tuple[int, int] = (0, 0),
+) -> Optional[types.Fit]:
     """R-242: every pod counted but the app's own, since a redeploy
     replaces them; None when no node is eligible."""
-    return _roomiest(nodes, pods, _ask(nodes, pods, bundle), lambda p: p.bundle != bundle)
+    own = max(sum(1 for p in pods if p.bundle == bundle), 1)
+    reserve = (overhead[0] * own, overhead[1] * own)
+    return _roomiest(nodes, pods, _ask(nodes, pods, bundle), reserve, lambda p: p.bundle != bundle)

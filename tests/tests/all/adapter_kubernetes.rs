@@ -638,6 +638,77 @@ async fn r242_the_largest_fit_is_not_a_node_short_of_memory() {
     );
 }
 
+/// A new pod of the configured RuntimeClass carries the class's
+/// `overhead.podFixed`: the room the largest fit reports is for
+/// containers, so one pod's overhead is off it (the Rust and the Python
+/// adapter alike). The node is tainted and only the class tolerates it, so
+/// no other test's pod lands there: its room is exact.
+#[tokio::test]
+async fn r242_the_largest_fit_leaves_room_for_a_new_pods_runtime_class_overhead() {
+    use k8s_openapi::api::core::v1::Node;
+    use k8s_openapi::api::node::v1::RuntimeClass;
+    use kube::api::PostParams;
+    use pando_tests::cluster;
+    let name = cluster::unique_name("kwok-overhead");
+    kwok_node(
+        &name,
+        ("pando.test/overhead-test", &name),
+        ("4", "8Gi"),
+        serde_json::json!([{ "key": "pando.test/overhead", "effect": "NoSchedule" }]),
+    )
+    .await;
+    let classes = Api::<RuntimeClass>::all(admin().await);
+    let class: RuntimeClass = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name },
+        "handler": "runc",
+        "overhead": { "podFixed": { "cpu": "250m", "memory": "128Mi" } },
+        "scheduling": {
+            "nodeSelector": { "pando.test/overhead-test": name },
+            "tolerations": [{ "key": "pando.test/overhead", "operator": "Exists", "effect": "NoSchedule" }],
+        },
+    }))
+    .expect("a RuntimeClass");
+    classes
+        .create(&PostParams::default(), &class)
+        .await
+        .expect("creating the RuntimeClass");
+    let config = format!(
+        r#"{{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17",
+        "runtime_class": "{name}"}}"#
+    );
+    let (rust, _h) = ka::load_with(&config).await;
+    let (python, _h2) = pando_tests::python_adapter::load_with(&config).await;
+    let mut seen = Vec::new();
+    for a in [&rust, &python] {
+        let report = a.capacity(&ctx()).await.expect("capacity");
+        let fit = a
+            .largest_fit_for(&ctx(), "no-pods-yet")
+            .await
+            .expect("largest fit for");
+        seen.push((report, fit));
+    }
+    let _ = classes.delete(&name, &DeleteParams::default()).await;
+    let _ = Api::<Node>::all(admin().await)
+        .delete(&name, &DeleteParams::default())
+        .await;
+    let room = (4000 - 250, (8u64 << 30) - (128 << 20));
+    for ((report, fit), adapter) in seen.iter().zip(["rust", "python"]) {
+        assert_eq!(report.nodes, 1, "{adapter}: only the class's node");
+        let largest = report.largest_fit.as_ref().expect("a fit");
+        assert_eq!(
+            (largest.free.cpu_millis, largest.free.memory_bytes),
+            room,
+            "{adapter}: the node's allocatable less one pod's overhead"
+        );
+        let fit = fit.as_ref().expect("a fit");
+        assert_eq!(
+            (fit.free.cpu_millis, fit.free.memory_bytes),
+            room,
+            "{adapter}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn r243_a_node_tainted_against_app_pods_holds_no_capacity() {
     use k8s_openapi::api::core::v1::Node;
