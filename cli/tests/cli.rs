@@ -3,29 +3,13 @@
 //! what it answers). Each test has a compile cache of its own.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use pando_host::types::{BundlePlan, EgressPolicy, Protocol};
 
-/// The repository's root.
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// The test adapter; fails the test, saying what to run, when it is missing.
-fn test_adapter() -> PathBuf {
-    let path = repo_root().join("target/wasm32-wasip2/release/pando_test_adapter.wasm");
-    assert!(
-        path.is_file(),
-        "{} is missing: build the test components with `scripts/build-components`",
-        path.display()
-    );
-    path
-}
+mod common;
+use common::{assert_exit, repo_root, stderr, stdout, test_adapter};
 
 /// A `pando-host` command with a cache dir of its own, the test adapter,
 /// and none of the caller's environment that the CLI reads.
@@ -77,26 +61,6 @@ impl Cli {
         drop(stdin);
         child.wait_with_output().expect("pando-host runs")
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "exit status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        stdout(o),
-        stderr(o)
-    );
 }
 
 fn json(o: &Output) -> serde_json::Value {

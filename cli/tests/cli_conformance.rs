@@ -3,27 +3,11 @@
 //! selected, and `misbehave` makes one fail on purpose). The suite against
 //! a real runtime is `tests/tests/all/conformance.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-/// The repository's root.
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// The test adapter; fails the test, saying what to run, when it is missing.
-fn test_adapter() -> String {
-    let path = repo_root().join("target/wasm32-wasip2/release/pando_test_adapter.wasm");
-    assert!(
-        path.is_file(),
-        "{} is missing: build the test components with `scripts/build-components`",
-        path.display()
-    );
-    path.to_string_lossy().into_owned()
-}
+mod common;
+use common::{assert_exit, stdout, test_adapter};
 
 /// Runs `pando-host` with a compile cache of its own and none of the
 /// caller's environment that the CLI reads.
@@ -42,22 +26,6 @@ fn run(cache: &Path, args: &[&str]) -> Output {
         .expect("pando-host runs")
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-#[track_caller]
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "exit status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        stdout(o),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 /// A configuration file making the test adapter declare image import it
 /// does not have.
 fn misbehaving(dir: &Path) -> String {
@@ -69,7 +37,7 @@ fn misbehaving(dir: &Path) -> String {
 #[test]
 fn text_prints_a_line_per_case_and_exits_0_when_none_fails() {
     let cache = tempfile::tempdir().expect("a cache dir");
-    let adapter = test_adapter();
+    let adapter = test_adapter().to_string_lossy().into_owned();
     let o = run(
         cache.path(),
         &[
@@ -101,7 +69,7 @@ fn text_prints_a_line_per_case_and_exits_0_when_none_fails() {
 #[test]
 fn a_failing_case_exits_1_and_junit_marks_it() {
     let cache = tempfile::tempdir().expect("a cache dir");
-    let adapter = test_adapter();
+    let adapter = test_adapter().to_string_lossy().into_owned();
     let config = misbehaving(cache.path());
     let o = run(
         cache.path(),
@@ -162,7 +130,7 @@ fn a_failing_case_exits_1_and_junit_marks_it() {
 #[test]
 fn json_is_the_report() {
     let cache = tempfile::tempdir().expect("a cache dir");
-    let adapter = test_adapter();
+    let adapter = test_adapter().to_string_lossy().into_owned();
     let o = run(
         cache.path(),
         &["conformance", &adapter, "--only", "C-UP-01", "-o", "json"],
@@ -192,7 +160,7 @@ fn a_component_that_does_not_load_and_junit_elsewhere_are_usage_errors() {
     assert_exit(&o, 2);
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.wasm"));
 
-    let adapter = test_adapter();
+    let adapter = test_adapter().to_string_lossy().into_owned();
     let o = run(
         cache.path(),
         &["--adapter", &adapter, "health", "-o", "junit"],

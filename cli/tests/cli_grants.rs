@@ -16,13 +16,8 @@ use kube::api::{DeleteParams, PostParams};
 use pando_tests::cluster::{self, Identity};
 use serde_json::{Value, json};
 
-/// The repository's root.
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
+mod common;
+use common::{repo_root, stderr, stdout};
 
 /// Runs `pando-host` in the repository's root with none of the caller's
 /// environment that the CLI reads.
@@ -36,14 +31,6 @@ fn run(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("pando-host runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

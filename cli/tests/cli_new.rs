@@ -5,15 +5,10 @@
 //! `--grants-report` has a short text form.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-/// The repository's root.
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
+mod common;
+use common::{assert_exit, repo_root, stderr, stdout};
 
 /// `pando-host` with none of the caller's environment that the CLI reads.
 fn pando_host(cache: &Path) -> Command {
@@ -29,26 +24,6 @@ fn pando_host(cache: &Path) -> Command {
     }
     cmd.arg("--cache-dir").arg(cache).stdin(Stdio::null());
     cmd
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "exit status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        stdout(o),
-        stderr(o)
-    );
 }
 
 #[test]

@@ -2,20 +2,10 @@
 //! colour escapes (by default only on a terminal, so never in these pipes),
 //! and `completions SHELL` prints a completion script naming every verb.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// The test adapter; fails the test, saying what to run, when it is missing.
-fn test_adapter() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/wasm32-wasip2/release/pando_test_adapter.wasm");
-    assert!(
-        path.is_file(),
-        "{} is missing: build the test components with `scripts/build-components`",
-        path.display()
-    );
-    path
-}
+mod common;
+use common::test_adapter;
 
 /// `pando-host ARGS` with stdout and stderr piped, `RUST_LOG=debug` (the
 /// engine's pool logs a line as the host is built) and no `NO_COLOR`.
