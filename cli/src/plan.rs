@@ -87,16 +87,18 @@ fn normalize_network(network: &mut Value) {
     // `{restricted: [...]}`: the one case with data, keyed by its name.
     if let Value::Object(cases) = egress
         && cases.len() == 1
-        && let Some((case, rules)) = cases.iter().next()
-        && case.eq_ignore_ascii_case("restricted")
+        && let Some(case) = cases
+            .keys()
+            .find(|k| k.eq_ignore_ascii_case("restricted"))
+            .cloned()
+        && let Some(mut rules) = cases.remove(&case)
     {
-        let mut rules = rules.clone();
         if let Value::Array(list) = &mut rules {
             for rule in list.iter_mut().filter_map(Value::as_object_mut) {
                 empty_list(rule, "ports");
             }
         }
-        *egress = Value::Object(Map::from_iter([("Restricted".to_string(), rules)]));
+        cases.insert("Restricted".to_string(), rules);
     }
 }
 
