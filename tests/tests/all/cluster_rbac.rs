@@ -159,11 +159,21 @@ async fn pando_binds_its_namespace_role_to_itself_only_in_namespaces_pando_made(
         )
         .await
         .expect("label it Pando's");
+    // The policy reads `namespaceObject` from the API server's namespace informer, which
+    // sees the new label a moment after the patch: until then it refuses as before.
     let api = Api::<RoleBinding>::namespaced(c.clone(), &foreign.name);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let allowed = loop {
+        let refusal = create(&api, own_binding()).await;
+        let stale = matches!(&refusal, Some((_, m)) if m.contains("role-bindings.namespace:"));
+        if !stale || tokio::time::Instant::now() >= deadline {
+            break refusal;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
     assert_eq!(
-        create(&api, own_binding()).await,
-        None,
-        "in Pando's: allowed"
+        allowed, None,
+        "in Pando's: allowed (within 10 s of the label)"
     );
     // Any other pair is refused there: the namespace role to someone else, another role.
     let mut other = own_binding();
