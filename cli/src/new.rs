@@ -39,16 +39,33 @@ pub enum SdkSource {
     Version(String),
 }
 
+/// The checkout a `pando-host` runs for, when it is not the one it was built
+/// from: `scripts/pando-host` sets it to its own checkout, because the binary
+/// it runs may come from its machine-wide cache, built in another clone.
+pub const CHECKOUT_ENV: &str = "PANDO_CHECKOUT";
+
 impl SdkSource {
-    /// The checkout's SDK when it is there, else this release's version.
+    /// The SDK of the checkout named by [`CHECKOUT_ENV`], else of the one
+    /// this binary was built from, when it is there; else this release's
+    /// version.
     pub fn find() -> SdkSource {
-        let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
-        let is_sdk = std::fs::read_to_string(sdk.join("Cargo.toml"))
-            .is_ok_and(|t| t.contains("name = \"pando-adapter-sdk\""));
-        match (is_sdk, sdk.canonicalize()) {
-            (true, Ok(path)) => SdkSource::Path(path),
-            _ => SdkSource::Version(env!("CARGO_PKG_VERSION").to_string()),
+        let named = std::env::var_os(CHECKOUT_ENV).map(PathBuf::from);
+        let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        Self::find_in(named.iter().map(PathBuf::as_path).chain([built.as_path()]))
+    }
+
+    /// The SDK of the first of `checkouts` that holds one, else this
+    /// release's version.
+    pub fn find_in<'a>(checkouts: impl IntoIterator<Item = &'a Path>) -> SdkSource {
+        for checkout in checkouts {
+            let sdk = checkout.join("guest-sdk");
+            let is_sdk = std::fs::read_to_string(sdk.join("Cargo.toml"))
+                .is_ok_and(|t| t.contains("name = \"pando-adapter-sdk\""));
+            if let (true, Ok(path)) = (is_sdk, sdk.canonicalize()) {
+                return SdkSource::Path(path);
+            }
         }
+        SdkSource::Version(env!("CARGO_PKG_VERSION").to_string())
     }
 
     /// The dependency line of `Cargo.toml`.
@@ -424,6 +441,40 @@ mod tests {
         assert!(src.contains("kind: \"my-adapter\".into(),"));
         assert!(cargo_lock("my-adapter").contains("name = \"my-adapter\""));
         assert!(!cargo_lock("my-adapter").contains("template-adapter"));
+    }
+
+    #[test]
+    fn the_sdk_is_the_first_named_checkouts_that_holds_one() {
+        let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let sdk = built
+            .join("guest-sdk")
+            .canonicalize()
+            .expect("this checkout's SDK");
+        // A named directory without an SDK (a cached binary run for a clone that
+        // was deleted) falls through to the checkout the binary was built from.
+        let empty = std::env::temp_dir();
+        assert_eq!(
+            SdkSource::find_in([empty.as_path(), built.as_path()]),
+            SdkSource::Path(sdk.clone())
+        );
+        assert_eq!(SdkSource::find_in([built.as_path()]), SdkSource::Path(sdk));
+        // A named checkout that holds one wins over the one it was built from.
+        let clone = tempfile::tempdir().expect("a directory");
+        std::fs::create_dir(clone.path().join("guest-sdk")).expect("guest-sdk/");
+        std::fs::write(
+            clone.path().join("guest-sdk/Cargo.toml"),
+            "[package]\nname = \"pando-adapter-sdk\"\n",
+        )
+        .expect("its Cargo.toml");
+        let theirs = clone.path().join("guest-sdk").canonicalize().expect("it");
+        assert_eq!(
+            SdkSource::find_in([clone.path(), built.as_path()]),
+            SdkSource::Path(theirs)
+        );
+        assert_eq!(
+            SdkSource::find_in([empty.as_path()]),
+            SdkSource::Version(env!("CARGO_PKG_VERSION").to_string())
+        );
     }
 
     #[test]

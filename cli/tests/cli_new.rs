@@ -19,6 +19,7 @@ fn pando_host(cache: &Path) -> Command {
         "PANDO_CONFIG",
         "KUBECONFIG",
         "RUST_LOG",
+        "PANDO_CHECKOUT",
     ] {
         cmd.env_remove(var);
     }
@@ -96,6 +97,36 @@ fn new_refuses_a_bad_name_and_a_non_empty_directory_naming_the_fix() {
 }
 
 /// The cluster's admin kubeconfig; fails saying how to start the cluster.
+/// `scripts/pando-host` may run a binary cached from another clone; it names its own
+/// checkout, and `new` takes that checkout's SDK, not the one the binary was built in.
+#[test]
+fn new_takes_the_sdk_of_the_checkout_it_is_run_for() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let clone = dir.path().join("clone");
+    std::fs::create_dir_all(clone.join("guest-sdk")).expect("mkdir");
+    std::fs::write(
+        clone.join("guest-sdk/Cargo.toml"),
+        "[package]\nname = \"pando-adapter-sdk\"\nversion = \"0.1.0\"\n",
+    )
+    .expect("its SDK");
+    let o = pando_host(dir.path())
+        .env("PANDO_CHECKOUT", &clone)
+        .args(["new", "my-adapter", "--dir"])
+        .arg(dir.path().join("mine"))
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 0);
+    let sdk = clone.join("guest-sdk").canonicalize().expect("the SDK");
+    let manifest = std::fs::read_to_string(dir.path().join("mine/Cargo.toml")).expect("written");
+    assert!(
+        manifest.contains(&format!(
+            "pando-adapter-sdk = {{ path = \"{}\" }}",
+            sdk.display()
+        )),
+        "{manifest}"
+    );
+}
+
 fn admin_kubeconfig() -> PathBuf {
     let path = repo_root().join("target/test-cluster/admin.kubeconfig");
     assert!(
