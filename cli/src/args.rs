@@ -79,6 +79,12 @@ pub struct Global {
     /// instances, denials, throttling, held bytes) to FILE (`-`: stderr).
     #[arg(long, global = true, value_name = "FILE")]
     pub metrics: Option<PathBuf>,
+    /// While the verb runs, serve the host's metrics over HTTP at
+    /// `http://ADDR/metrics` (e.g. `127.0.0.1:9464`; port 0 takes any, and
+    /// the address is printed on stderr). For long-running verbs: `watch`,
+    /// `logs --follow`, `exec`, `run`.
+    #[arg(long, global = true, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// Format of the host's own log lines on stderr (filtered by `RUST_LOG`,
     /// default `warn`).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]

@@ -13,12 +13,14 @@ pub mod grants_cmd;
 pub mod grants_report;
 pub mod input;
 pub mod inspect;
+pub mod metrics_http;
 pub mod new;
 pub mod output;
 pub mod plan;
 pub mod session;
 pub mod shell;
 pub mod streams;
+pub mod terminal;
 pub mod verbs;
 
 use std::process::ExitCode;
@@ -111,6 +113,15 @@ async fn dispatch(cli: Cli) -> Outcome {
         return inspect::inspect(&global, component).await;
     }
     let adapter = session::load(&global).await?;
+    // Held to the end of the verb: dropped, it stops serving.
+    let _endpoint = match global.metrics_listen {
+        Some(addr) => {
+            let endpoint = metrics_http::serve(addr, adapter.clone()).await?;
+            eprintln!("serving metrics on http://{}/metrics", endpoint.addr());
+            Some(endpoint)
+        }
+        None => None,
+    };
     // Installed after loading: until then Ctrl-C ends the process as usual.
     let cancel = CancellationToken::new();
     session::cancel_on_interrupt(cancel.clone());

@@ -139,6 +139,8 @@ pub fn cancel_on_interrupt(token: CancellationToken) {
         eprintln!("interrupted: cancelling the call (Ctrl-C again to quit now)");
         token.cancel();
         if tokio::signal::ctrl_c().await.is_ok() {
+            // `exit` runs no destructors: an `exec -t -i` terminal is put back here.
+            crate::terminal::restore();
             std::process::exit(130);
         }
     });

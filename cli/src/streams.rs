@@ -18,6 +18,7 @@ use super::args::{ExecArgs, Format, LogsArgs, RunArgs};
 use super::failure::{EXIT_CALL, Failure, Outcome, exit_status_code};
 use super::output;
 use super::session::Call;
+use super::terminal;
 use super::verbs::volume_handle;
 
 /// Exit code after Ctrl-C.
@@ -106,7 +107,8 @@ pub async fn run(call: &Call, a: &RunArgs) -> Outcome {
     }
 }
 
-/// The terminal's size from `COLUMNS` and `LINES`, when both are set.
+/// The terminal's size from `COLUMNS` and `LINES`, when both are set and
+/// neither stdout nor stdin is a terminal to ask.
 fn terminal_size() -> Option<TerminalSize> {
     let get = |name: &str| std::env::var(name).ok()?.trim().parse::<u16>().ok();
     Some(TerminalSize {
@@ -122,7 +124,11 @@ pub async fn exec(call: &Call, a: &ExecArgs) -> Outcome {
         command: a.command.clone(),
         stdin: a.interactive,
         tty: a.tty,
-        size: if a.tty { terminal_size() } else { None },
+        size: if a.tty {
+            terminal::size().or_else(terminal_size)
+        } else {
+            None
+        },
     };
     let mut session = call
         .adapter
@@ -135,6 +141,13 @@ pub async fn exec(call: &Call, a: &ExecArgs) -> Outcome {
     };
     let stdout = session.stdout().await?;
     let stderr = session.stderr().await?;
+    // Until the end of this function, its output copied: restored on every way out.
+    let _raw = if a.tty && a.interactive {
+        terminal::RawMode::enter()
+            .map_err(|e| Failure::other("putting the terminal in raw mode", e))?
+    } else {
+        None
+    };
 
     let stdin_task = stdin.map(|sink| tokio::spawn(copy_stdin(sink)));
     let stdout_task = stdout.map(|s| tokio::spawn(copy_out(s, tokio::io::stdout())));

@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 use pando_host::types::{BundlePlan, EgressPolicy, Protocol};
 
 mod common;
-use common::{assert_exit, repo_root, stderr, stdout, test_adapter};
+use common::{assert_exit, interrupt, repo_root, stderr, stdout, test_adapter};
 
 /// A `pando-host` command with a cache dir of its own, the test adapter,
 /// and none of the caller's environment that the CLI reads.
@@ -367,11 +367,7 @@ fn watch_prints_json_lines_until_interrupted() {
     let v: serde_json::Value = serde_json::from_str(&second).expect("a JSON line");
     assert_eq!(v["Changed"]["bundle"], "b", "{second}");
     // Ctrl-C cancels the call; the watch ends cleanly.
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
+    interrupt(&child);
     drop(lines);
     let status = child.wait().expect("pando-host ends");
     assert_eq!(status.code(), Some(0), "{status:?}");
@@ -561,6 +557,98 @@ fn metrics_after_a_call_count_it() {
     assert!(!stdout(&o).contains("pando_"), "stdout is the verb's");
 }
 
+/// One HTTP/1.1 request to `addr`: the status line, the headers and the body.
+fn http_get(addr: &str, path: &str) -> (String, String, String) {
+    use std::io::Read;
+    let mut conn = std::net::TcpStream::connect(addr).expect("the metrics endpoint accepts");
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("the request is sent");
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).expect("an answer");
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    (status.to_string(), headers.to_lowercase(), body.to_string())
+}
+
+/// `--metrics-listen` serves the live metrics over HTTP while a long verb
+/// runs, says where on stderr, and stops serving when the verb ends.
+#[test]
+fn metrics_are_served_over_http_while_a_watch_runs() {
+    let cli = Cli::new();
+    let mut child = cli
+        .command(&["--metrics-listen", "127.0.0.1:0", "watch", "-o", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("pando-host starts");
+    let mut err = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let mut first = String::new();
+    err.read_line(&mut first).expect("a line on stderr");
+    let first = first.trim_end().to_string();
+    // The rest drained, so that nothing the host writes later meets a closed pipe.
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).map(|_| rest)
+    });
+    let addr = first
+        .strip_prefix("serving metrics on http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("stderr names the endpoint first: {first}"))
+        .to_string();
+    let out = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(out).lines();
+    assert_eq!(
+        lines.next().expect("an event").expect("a line"),
+        "\"Watching\""
+    );
+
+    let (status, headers, body) = http_get(&addr, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{headers}{body}");
+    assert!(
+        headers.contains("content-type: application/openmetrics-text; version=1.0.0"),
+        "{headers}"
+    );
+    // Read from the adapter's own state as it is now: its pool and its limits.
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("pando_adapter_instances_idle{adapter=\"")),
+        "{body}"
+    );
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let (status, _, _) = http_get(&addr, "/");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+
+    interrupt(&child);
+    drop(lines);
+    let status = child.wait().expect("pando-host ends");
+    let rest = rest.join().expect("the drain").unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{status:?}: {rest}");
+    assert!(
+        std::net::TcpStream::connect(&addr).is_err(),
+        "nothing listens on {addr} once the verb has ended"
+    );
+}
+
+/// A metrics address that cannot be bound is the user's input, named, and
+/// no call is made.
+#[test]
+fn a_metrics_address_in_use_is_a_usage_error_naming_it() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let addr = taken.local_addr().expect("its address").to_string();
+    let o = Cli::new().run(&["--metrics-listen", &addr, "health"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains(&format!("--metrics-listen {addr}: cannot listen there")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty(), "no call was made: {}", stdout(&o));
+}
+
 /// `RUST_LOG=info` shows each adapter call: its span's close, with the
 /// method and outcome; into a pipe, without colour escapes.
 #[test]
@@ -643,11 +731,7 @@ fn run_outlasts_the_default_deadline_and_ends_on_interrupt() {
         child.try_wait().expect("try_wait").is_none(),
         "`run` was still running past the 300 ms default deadline"
     );
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
+    interrupt(&child);
     let out = child.wait_with_output().expect("pando-host ends");
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
 

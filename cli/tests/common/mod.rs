@@ -47,3 +47,12 @@ pub fn assert_exit(o: &Output, code: i32) {
         stderr(o)
     );
 }
+
+/// Sends SIGINT to `child`, as Ctrl-C in its terminal would.
+pub fn interrupt(child: &std::process::Child) {
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success(), "kill -INT {}", child.id());
+}
