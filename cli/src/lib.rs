@@ -92,6 +92,20 @@ fn report(format: Format, failure: Failure) -> ExitCode {
 
 async fn dispatch(cli: Cli) -> Outcome {
     let Cli { global, verb } = cli;
+    let loads_none = matches!(
+        verb,
+        Verb::Conformance(_)
+            | Verb::Completions { .. }
+            | Verb::Grants(_)
+            | Verb::New(_)
+            | Verb::Inspect { .. }
+    );
+    if let (Some(addr), true) = (global.metrics_listen, loads_none) {
+        return Err(Failure::input(format!(
+            "--metrics-listen {addr}: this verb runs no loaded adapter to serve the metrics of; \
+             use it with a verb that calls one (`watch`, `logs -f`, `exec`, `run`, …)"
+        )));
+    }
     if let Verb::Conformance(args) = &verb {
         return conformance::conformance(&global, args).await;
     }

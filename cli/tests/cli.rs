@@ -636,7 +636,7 @@ fn metrics_are_served_over_http_while_a_watch_runs() {
 /// A metrics address that cannot be bound is the user's input, named, and
 /// no call is made.
 #[test]
-fn a_metrics_address_in_use_is_a_usage_error_naming_it() {
+fn a_metrics_address_in_use_or_without_an_adapter_is_a_usage_error() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     let addr = taken.local_addr().expect("its address").to_string();
     let o = Cli::new().run(&["--metrics-listen", &addr, "health"]);
@@ -647,6 +647,15 @@ fn a_metrics_address_in_use_is_a_usage_error_naming_it() {
         stderr(&o)
     );
     assert!(stdout(&o).is_empty(), "no call was made: {}", stdout(&o));
+
+    // A verb that loads no adapter has no metrics to serve: refused, not ignored.
+    let o = Cli::new().run(&["--metrics-listen", "127.0.0.1:0", "completions", "bash"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("this verb runs no loaded adapter"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// `RUST_LOG=info` shows each adapter call: its span's close, with the
