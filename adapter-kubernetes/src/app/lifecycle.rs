@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 
 use crate::app::binding;
 use crate::app::objects;
-use crate::capacity::quantity;
+use crate::capacity::{self, quantity};
 use crate::kit::names;
 use crate::kit::pods::has_exited;
 use crate::kit::{self};
@@ -109,14 +109,9 @@ fn requested(pod: &Pod) -> Resources {
     };
     let containers = pod.spec.iter().flat_map(|s| s.containers.iter());
     for requests in containers.filter_map(|c| c.resources.as_ref()?.requests.as_ref()) {
-        let get = |key: &str, scale| {
-            requests
-                .get(key)
-                .and_then(|q| quantity::parse(&q.0, scale))
-                .unwrap_or(0)
-        };
-        total.cpu_millis += get("cpu", 1000);
-        total.memory_bytes += get("memory", 1);
+        let r = capacity::resources_in(Some(requests));
+        total.cpu_millis += r.cpu_millis;
+        total.memory_bytes += r.memory_bytes;
     }
     total
 }

@@ -15,6 +15,7 @@ use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
     Node, Pod, ResourceRequirements, Taint, Toleration,
 };
 use pando_adapter_sdk::kube::k8s_openapi::api::node::v1::RuntimeClass;
+use pando_adapter_sdk::kube::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use pando_adapter_sdk::kube::{Api, ListParams};
 use pando_adapter_sdk::types::{CapacityReport, Error, Fit, Resources};
 
@@ -115,9 +116,9 @@ fn copies(free: &Resources, ask: &Resources) -> f64 {
 }
 
 /// The node with the most room left once the pods `counts` selects and
-/// `reserve` (the overhead of the pods to be placed) are taken off, ranked by how many times `ask` fits there (the scarcer
-/// resource decides, not CPU first); ties go to more CPU, then more
-/// memory, then the first name.
+/// `reserve` (the overhead of the pods to be placed) are taken off, ranked
+/// by how many times `ask` fits there (the scarcer resource decides, not
+/// CPU first); ties go to more CPU, then more memory, then the first name.
 fn roomiest(
     nodes: &[NodeRoom],
     pods: &[PodLoad],
@@ -256,13 +257,8 @@ impl Scheduling {
                 .as_ref()
                 .and_then(|o| o.pod_fixed.as_ref())
                 .map_or((0, 0), |fixed| {
-                    let get = |key: &str, scale| {
-                        fixed
-                            .get(key)
-                            .and_then(|q| quantity::parse(&q.0, scale))
-                            .unwrap_or(0)
-                    };
-                    (get("cpu", 1000), get("memory", 1))
+                    let r = resources_in(Some(fixed));
+                    (r.cpu_millis, r.memory_bytes)
                 }),
         }
     }
@@ -319,27 +315,17 @@ pub fn node_room(
         return None;
     }
     let allocatable = node.status.as_ref()?.allocatable.as_ref()?;
-    let get = |key: &str, scale| {
-        allocatable
-            .get(key)
-            .and_then(|q| quantity::parse(&q.0, scale))
-            .unwrap_or(0)
-    };
     Some(NodeRoom {
         name: node.metadata.name.clone()?,
-        allocatable: Resources {
-            cpu_millis: get("cpu", 1000),
-            memory_bytes: get("memory", 1),
-        },
+        allocatable: resources_in(Some(allocatable)),
     })
 }
 
-/// One container's CPU and memory requests.
-fn container_requests(r: Option<&ResourceRequirements>) -> Resources {
-    let requests = r.and_then(|r| r.requests.as_ref());
+/// The CPU (millicores) and memory (bytes) of a resource list (requests,
+/// allocatable, overhead); a missing or unreadable quantity counts 0.
+pub(crate) fn resources_in(list: Option<&BTreeMap<String, Quantity>>) -> Resources {
     let get = |key: &str, scale| {
-        requests
-            .and_then(|m| m.get(key))
+        list.and_then(|m| m.get(key))
             .and_then(|q| quantity::parse(&q.0, scale))
             .unwrap_or(0)
     };
@@ -347,6 +333,11 @@ fn container_requests(r: Option<&ResourceRequirements>) -> Resources {
         cpu_millis: get("cpu", 1000),
         memory_bytes: get("memory", 1),
     }
+}
+
+/// One container's CPU and memory requests.
+fn container_requests(r: Option<&ResourceRequirements>) -> Resources {
+    resources_in(r.and_then(|r| r.requests.as_ref()))
 }
 
 /// A pod's requests as the scheduler counts them: the larger of its
@@ -364,21 +355,7 @@ pub fn pod_requests(pod: &Pod) -> Resources {
         total.cpu_millis = total.cpu_millis.max(init.cpu_millis);
         total.memory_bytes = total.memory_bytes.max(init.memory_bytes);
     }
-    if let Some(overhead) = &spec.overhead {
-        let get = |key: &str, scale| {
-            overhead
-                .get(key)
-                .and_then(|q| quantity::parse(&q.0, scale))
-                .unwrap_or(0)
-        };
-        add(
-            &mut total,
-            &Resources {
-                cpu_millis: get("cpu", 1000),
-                memory_bytes: get("memory", 1),
-            },
-        );
-    }
+    add(&mut total, &resources_in(spec.overhead.as_ref()));
     total
 }
 
