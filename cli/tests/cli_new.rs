@@ -96,7 +96,6 @@ fn new_refuses_a_bad_name_and_a_non_empty_directory_naming_the_fix() {
     assert!(read("src/lib.rs").contains("export_adapter!(MyAdapter);"));
 }
 
-/// The cluster's admin kubeconfig; fails saying how to start the cluster.
 /// `scripts/pando-host` may run a binary cached from another clone; it names its own
 /// checkout, and `new` takes that checkout's SDK, not the one the binary was built in.
 #[test]
@@ -127,6 +126,7 @@ fn new_takes_the_sdk_of_the_checkout_it_is_run_for() {
     );
 }
 
+/// The cluster's admin kubeconfig; fails saying how to start the cluster.
 fn admin_kubeconfig() -> PathBuf {
     let path = repo_root().join("target/test-cluster/admin.kubeconfig");
     assert!(
