@@ -226,6 +226,12 @@ pub enum Verb {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Print the JSON Schema of a document `pando-host` reads (grants,
+    /// plan, trial, limits), for an editor; `schemas/` holds the same.
+    Schema {
+        /// The document.
+        document: crate::schema::Document,
+    },
 }
 
 /// `conformance` flags (with the global `--grants`, `--config`,

@@ -148,7 +148,7 @@ mod tests {
     use super::*;
 
     fn rule(yaml: &str) -> Rule {
-        serde_yaml::from_str(yaml).expect("a rule")
+        pando_host::yaml::from_str(yaml).expect("a rule")
     }
 
     #[test]

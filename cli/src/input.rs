@@ -4,7 +4,9 @@
 use std::io::Read;
 use std::path::Path;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use super::failure::{Failure, Outcome};
 
@@ -52,10 +54,6 @@ fn display_name(path: &Path) -> String {
 
 /// An error of document `name` at `field`.
 fn located(name: &str, field: String, reason: String) -> Failure {
-    // serde_yaml already prefixes some messages with the path.
-    let reason = reason
-        .strip_prefix(&format!("{field}: "))
-        .map_or(reason.clone(), str::to_string);
     // The root's path is `.`: nothing to point at.
     if field == "." {
         Failure::input(format!("{name}: {reason}"))
@@ -77,11 +75,8 @@ pub fn parse_document<T: DeserializeOwned>(path: &Path, text: &str) -> Outcome<T
                 .map_err(|e| Failure::input(format!("{name}: {e}")))?;
             Ok(value)
         }
-        Syntax::Yaml => {
-            let de = serde_yaml::Deserializer::from_str(text);
-            serde_path_to_error::deserialize(de)
-                .map_err(|e| located(e.path().to_string(), e.inner().to_string()))
-        }
+        Syntax::Yaml => pando_host::yaml::from_str(text)
+            .map_err(|e| located(e.path.unwrap_or_else(|| ".".into()), e.message)),
     }
 }
 
@@ -92,16 +87,64 @@ pub fn read_document<T: DeserializeOwned>(path: &Path) -> Outcome<T> {
 }
 
 /// Reads a document, lets `normalize` fill in what its writer may leave
-/// out (`plan`), then decodes it as a `T`, errors located as ever.
-pub fn read_normalized<T: DeserializeOwned>(
+/// out (`plan`), then decodes it as a `T`, errors located as ever. A field
+/// `T` does not have is refused: the contract's types (generated from the
+/// WIT) would skip it, and a typo (`prot: udp`) would silently become the
+/// default.
+pub fn read_normalized<T: DeserializeOwned + Serialize>(
     path: &Path,
-    normalize: fn(&mut serde_json::Value),
+    normalize: fn(&mut Value),
 ) -> Outcome<T> {
-    let mut doc: serde_json::Value = read_document(path)?;
+    let doc: Value = read_document(path)?;
+    decode_normalized(&display_name(path), doc, normalize)
+}
+
+/// [`read_normalized`] of a document already read; `name` names it in
+/// errors.
+pub fn decode_normalized<T: DeserializeOwned + Serialize>(
+    name: &str,
+    mut doc: Value,
+    normalize: fn(&mut Value),
+) -> Outcome<T> {
     normalize(&mut doc);
-    let name = display_name(path);
-    serde_path_to_error::deserialize(doc)
-        .map_err(|e| located(&name, e.path().to_string(), e.inner().to_string()))
+    let decoded: T = serde_path_to_error::deserialize(&doc)
+        .map_err(|e| located(name, e.path().to_string(), e.inner().to_string()))?;
+    // What was read, written out again, has every field of `T` and nothing
+    // else: a key of the document it lacks is one `T` does not know.
+    let read = serde_json::to_value(&decoded)
+        .map_err(|e| Failure::other("writing the document out again", e))?;
+    match unknown_field(&doc, &read, String::new()) {
+        Some((field, known)) => Err(located(
+            name,
+            field,
+            format!("unknown field; the fields here are {}", known.join(", ")),
+        )),
+        None => Ok(decoded),
+    }
+}
+
+/// The first key in `written` that `read` has not, with `read`'s keys
+/// there; `at` is the path so far.
+fn unknown_field(written: &Value, read: &Value, at: String) -> Option<(String, Vec<String>)> {
+    match (written, read) {
+        (Value::Object(w), Value::Object(r)) => w.iter().find_map(|(key, value)| {
+            let here = if at.is_empty() {
+                key.clone()
+            } else {
+                format!("{at}.{key}")
+            };
+            match r.get(key) {
+                Some(inner) => unknown_field(value, inner, here),
+                None => Some((here, r.keys().cloned().collect())),
+            }
+        }),
+        (Value::Array(w), Value::Array(r)) => w
+            .iter()
+            .zip(r)
+            .enumerate()
+            .find_map(|(i, (w, r))| unknown_field(w, r, format!("{at}[{i}]"))),
+        _ => None,
+    }
 }
 
 /// Reads an adapter configuration (YAML or JSON) and gives the JSON
@@ -147,10 +190,21 @@ pull_credentials: []
         let msg = e.to_string();
         assert!(
             msg.starts_with(
-                "p.yaml: at workloads[0].ports[0].protocol: unknown variant `tc`, expected `Tcp` or `Udp`"
+                "p.yaml: at workloads[0].ports[0].protocol: unknown variant `tc`, expected one of Tcp, Udp at line 13, column 15"
             ),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn a_field_the_type_does_not_have_is_named_with_the_ones_it_has() {
+        let written =
+            serde_json::json!({"a": 1, "list": [{"port": 53}, {"port": 80, "prot": "udp"}]});
+        let read = serde_json::json!({"a": 1, "b": null, "list": [{"port": 53, "protocol": "Tcp"}, {"port": 80, "protocol": "Tcp"}]});
+        let (field, known) = unknown_field(&written, &read, String::new()).expect("`prot`");
+        assert_eq!(field, "list[1].prot");
+        assert_eq!(known, ["port", "protocol"]);
+        assert_eq!(unknown_field(&read, &read, String::new()), None);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod metrics_http;
 pub mod new;
 pub mod output;
 pub mod plan;
+pub mod schema;
 pub mod session;
 pub mod shell;
 pub mod streams;
@@ -99,6 +100,7 @@ async fn dispatch(cli: Cli) -> Outcome {
             | Verb::Grants(_)
             | Verb::New(_)
             | Verb::Inspect { .. }
+            | Verb::Schema { .. }
     );
     if let (Some(addr), true) = (global.metrics_listen, loads_none) {
         return Err(Failure::input(format!(
@@ -116,6 +118,9 @@ async fn dispatch(cli: Cli) -> Outcome {
     }
     if let Verb::Completions { shell } = &verb {
         return shell::completions(*shell);
+    }
+    if let Verb::Schema { document } = &verb {
+        return schema::print(*document);
     }
     if let Verb::Grants(g) = &verb {
         return grants_cmd::run(&global, g).await;
@@ -229,7 +234,7 @@ async fn run_verb(call: &Call, verb: &Verb) -> Outcome {
         Verb::Trial { request } => verbs::trial(call, request).await,
         Verb::HasImage { image } => verbs::has_image(call, image).await,
         Verb::Conformance(_) => Err(Failure::input("conformance loads the adapter itself")),
-        Verb::Grants(_) | Verb::Completions { .. } => {
+        Verb::Grants(_) | Verb::Completions { .. } | Verb::Schema { .. } => {
             Err(Failure::input("this verb takes no adapter"))
         }
     }

@@ -39,7 +39,7 @@ pub fn json<T: Serialize>(value: &T) -> Outcome<String> {
 
 /// YAML, ending in a newline.
 pub fn yaml<T: Serialize>(value: &T) -> Outcome<String> {
-    serde_yaml::to_string(value).map_err(|e| Failure::other("rendering YAML", e))
+    pando_host::yaml::to_string(value).map_err(|e| Failure::other("rendering YAML", e))
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.

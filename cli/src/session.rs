@@ -1,11 +1,13 @@
 //! What every verb but `inspect` starts from: the host, the loaded adapter,
 //! and the call's context (its deadline, and Ctrl-C as its cancellation).
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pando_host::limits::Limits;
-use pando_host::{Adapter, CallContext, Grants, Host, LoadOptions};
+use pando_host::{Adapter, CallContext, Grants, Host, LoadOptions, LoadProgress, ProgressHook};
 use tokio_util::sync::CancellationToken;
 
 use super::args::Global;
@@ -103,10 +105,38 @@ pub async fn load(global: &Global) -> Outcome<Adapter> {
         limits,
         kubernetes: client,
         expected_digest: global.digest.clone(),
+        progress: compile_progress(),
         ..LoadOptions::default()
     };
     let host = host(global)?;
     Ok(host.load_file(path, options).await?)
+}
+
+/// On a terminal, a line while a first load compiles (seconds on a small
+/// machine) and one when it is done, as cargo and docker show progress
+/// there; nothing into pipes and logs, whose readers parse stderr.
+fn compile_progress() -> Option<ProgressHook> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(Arc::new(|event: &LoadProgress| match event {
+        LoadProgress::Compiling { what, bytes } => eprintln!(
+            "compiling {what} ({:.1} MB) for this machine; later loads use the compile cache",
+            *bytes as f64 / 1e6
+        ),
+        LoadProgress::Compiled {
+            elapsed, cached, ..
+        } => eprintln!(
+            "compiled in {:.1} s{}",
+            elapsed.as_secs_f64(),
+            if *cached {
+                ""
+            } else {
+                " (not cached: every load compiles)"
+            }
+        ),
+        _ => {}
+    }))
 }
 
 /// A call's context: `--timeout` or the adapter's default, cancelled by

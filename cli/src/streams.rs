@@ -268,7 +268,7 @@ pub async fn watch(call: &Call) -> Outcome {
         while let Some(event) = rx.recv().await {
             let line = match format {
                 Format::Json => serde_json::to_string(&event).map_err(|e| e.to_string()),
-                Format::Yaml => serde_yaml::to_string(&event)
+                Format::Yaml => pando_host::yaml::to_string(&event)
                     .map(|y| format!("---\n{}", y.trim_end()))
                     .map_err(|e| e.to_string()),
                 Format::Text | Format::Junit => Ok(output::event(&event)),

@@ -186,7 +186,7 @@ pub async fn edge(call: &Call, verb: &EdgeVerb) -> Outcome {
     let ctx = call.ctx();
     match verb {
         EdgeVerb::Apply { plan } => {
-            let plan: EdgePlan = input::read_document(plan)?;
+            let plan: EdgePlan = input::read_normalized(plan, |_| {})?;
             call.adapter.apply_edge(&ctx, &plan).await?;
             done(call.format, &format!("applied edge {}", plan.name))
         }

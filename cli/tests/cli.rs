@@ -155,7 +155,7 @@ fn upstream_prints_host_and_port() {
 fn the_hello_example_parses_into_a_bundle_plan() {
     let path = repo_root().join("examples/hello.yaml");
     let text = std::fs::read_to_string(&path).expect("examples/hello.yaml exists");
-    let plan: BundlePlan = serde_yaml::from_str(&text).expect("hello.yaml is a BundlePlan");
+    let plan: BundlePlan = pando_host::yaml::from_str(&text).expect("hello.yaml is a BundlePlan");
     assert_eq!(plan.id, "hello");
     assert_eq!(plan.revision, "1");
     assert_eq!(plan.workloads.len(), 2);

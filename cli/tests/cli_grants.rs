@@ -5,7 +5,7 @@
 //! drifted from its grants is named, both ways, until the roles are fixed.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
@@ -19,18 +19,10 @@ use serde_json::{Value, json};
 mod common;
 use common::{repo_root, stderr, stdout};
 
-/// Runs `pando-host` in the repository's root with none of the caller's
-/// environment that the CLI reads.
+/// Runs `pando-host` in the repository's root, without the caller's
+/// environment.
 fn run(args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pando-host"));
-    for var in ["PANDO_ADAPTER", "PANDO_GRANTS", "KUBECONFIG", "RUST_LOG"] {
-        cmd.env_remove(var);
-    }
-    cmd.current_dir(repo_root())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("pando-host runs")
+    common::run_in_repo(args)
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `exec -t -i` on a real terminal: a pseudo-terminal this test opens is
 //! `pando-host`'s stdin. The terminal is in raw mode while the session runs
-//! and exactly as it was after the session ends, here by an interrupt.
+//! and exactly as it was after the session ends, here by an interrupt. A
+//! first compile shows progress on a terminal, and only there.
 
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
@@ -134,4 +135,61 @@ fn a_second_interrupt_that_exits_at_once_restores_the_terminal_too() {
     std::thread::sleep(Duration::from_millis(200));
     interrupt(&session.child);
     assert_restored(session);
+}
+
+/// Runs `pando-host health` with its stderr on a pseudo-terminal and gives
+/// what it wrote there.
+fn health_on_a_terminal(cache: &std::path::Path) -> String {
+    let (master, terminal) = pty();
+    let status = Command::new(env!("CARGO_BIN_EXE_pando-host"))
+        .arg("--cache-dir")
+        .arg(cache)
+        .env("PANDO_ADAPTER", test_adapter())
+        .env_remove("RUST_LOG")
+        .arg("health")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(terminal))
+        .status()
+        .expect("pando-host runs");
+    assert!(status.success(), "{status:?}");
+    // The child has exited and its end is closed: what it wrote is in the
+    // pseudo-terminal's buffer, and a read past it fails instead of waiting.
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = rustix::io::read(&master, &mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn a_first_compile_says_so_on_a_terminal_and_a_cached_load_says_nothing() {
+    let cache = tempfile::tempdir().expect("a cache dir");
+    let first = health_on_a_terminal(cache.path());
+    assert!(
+        first.contains("compiling ") && first.contains("for this machine"),
+        "{first:?}"
+    );
+    assert!(first.contains("compiled in "), "{first:?}");
+    let again = health_on_a_terminal(cache.path());
+    assert!(!again.contains("compil"), "{again:?}");
+}
+
+#[test]
+fn a_first_compile_into_a_pipe_writes_no_progress() {
+    let cache = tempfile::tempdir().expect("a cache dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_pando-host"))
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .env("PANDO_ADAPTER", test_adapter())
+        .env_remove("RUST_LOG")
+        .arg("health")
+        .output()
+        .expect("pando-host runs");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }

@@ -63,7 +63,7 @@ where
             let back: T = parse_document(Path::new("again.json"), &json)
                 .unwrap_or_else(|e| panic!("JSON does not read back: {:?}\n{json}", e.message()));
             assert!(same(&back, &v), "JSON round trip: {back:?} != {v:?}");
-            let yaml = serde_yaml::to_string(&v).expect("serializes as YAML");
+            let yaml = pando_host::yaml::to_string(&v).expect("serializes as YAML");
             let back: T = parse_document(Path::new("again.yaml"), &yaml)
                 .unwrap_or_else(|e| panic!("YAML does not read back: {:?}\n{yaml}", e.message()));
             assert!(same(&back, &v), "YAML round trip: {back:?} != {v:?}");

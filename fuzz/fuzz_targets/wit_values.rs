@@ -254,7 +254,7 @@ fn render<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::f
     let back: T = serde_json::from_str(&json).expect("the JSON reads back");
     assert_eq!(&back, v);
     let yaml = output::yaml(v).expect("renders as YAML");
-    let back: T = serde_yaml::from_str(&yaml).expect("the YAML reads back");
+    let back: T = pando_host::yaml::from_str(&yaml).expect("the YAML reads back");
     assert_eq!(&back, v);
 }
 

@@ -19,9 +19,12 @@ pub mod v0_1 {
             "pando:runtime/kubernetes.watch-stream": crate::capability::kubernetes::WatchStream,
             "pando:runtime/kubernetes.exec-session": crate::capability::kubernetes::ExecSession,
         },
+        // `JsonSchema`: the plan and trial schemas (`pando-host schema plan`)
+        // are derived from these types, so they cannot drift from the decoder.
         additional_derives: [
             serde::Serialize,
             serde::Deserialize,
+            schemars::JsonSchema,
             PartialEq,
         ],
     });

@@ -32,6 +32,7 @@ mod load;
 pub mod runtime;
 pub mod streams;
 pub mod types;
+pub mod yaml;
 
 pub use adapter::{Adapter, ExecSession};
 pub use call::CallContext;
@@ -41,7 +42,7 @@ pub use check::{ComponentShape, SERVED_VERSIONS, World, served_version};
 pub use error::{CallError, LoadError};
 pub use grants::Grants;
 pub use limits::Limits;
-pub use load::{Host, HostBuilder, LoadOptions};
+pub use load::{Host, HostBuilder, LoadOptions, LoadProgress, ProgressHook};
 pub use runtime::breaker::Quarantine;
 pub use runtime::cache;
 pub use runtime::cache::{CacheOutcome, CompileCache};

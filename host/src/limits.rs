@@ -4,11 +4,12 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Limits one adapter runs under. The defaults suit the Kubernetes adapter
 /// with room to spare.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// The size any one linear memory of an instance may grow to, in bytes.
@@ -17,8 +18,9 @@ pub struct Limits {
     pub memory_bytes: u64,
     /// Table elements one instance may grow to.
     pub table_elements: u64,
-    /// A call's deadline when the caller sets none.
+    /// A call's deadline when the caller sets none, in milliseconds.
     #[serde(with = "humantime_ms")]
+    #[schemars(with = "u64")]
     pub default_timeout: Duration,
     /// Instances alive at once for ordinary calls; more callers wait.
     pub max_instances: u32,
@@ -33,8 +35,10 @@ pub struct Limits {
     /// the adapter is quarantined: its calls fail at once, saying why.
     pub quarantine_after: u32,
     /// The first quarantine's length; it doubles while faults go on (to
-    /// five minutes at most) and resets after a call succeeds.
+    /// five minutes at most) and resets after a call succeeds. In
+    /// milliseconds.
     #[serde(with = "humantime_ms")]
+    #[schemars(with = "u64")]
     pub quarantine_backoff: Duration,
     /// Log records a second the adapter's instances may send the host's
     /// logs together: its `pando:runtime/log` records and its stderr lines,
@@ -54,10 +58,12 @@ pub struct Limits {
     /// them (a list of strings pointing at the same bytes is counted once per
     /// element), and running out traps the call, naming this limit. At least
     /// 1 MiB.
+    #[schemars(range(min = MIN_HOSTCALL_BYTES))]
     pub hostcall_bytes: u64,
     /// Component-model handles (resources, streams) live at once in one
     /// instance: wasmtime's store-wide handle cap. Past it the allocation
     /// traps, naming this limit. At least 64.
+    #[schemars(range(min = MIN_HANDLES))]
     pub max_handles: u32,
     /// Bytes the host may hold for the adapter, all its instances together,
     /// in stream buffers it asked for: the bytes of each `from-bytes`, the
@@ -134,7 +140,9 @@ impl Default for Limits {
     }
 }
 
-/// Durations in configuration files are milliseconds.
+/// Durations in configuration files are milliseconds: a whole number,
+/// nothing else (no `"5s"`, despite the name); the JSON Schema says so with
+/// `#[schemars(with = "u64")]`.
 mod humantime_ms {
     use std::time::Duration;
 

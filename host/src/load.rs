@@ -107,6 +107,35 @@ impl HostBuilder {
     }
 }
 
+/// What a load reports while it works. A first load compiles the
+/// component for this machine, which takes seconds; a caller with a
+/// person watching says so (`pando-host` does on a terminal). Loads the
+/// compile cache answers report nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadProgress {
+    /// Compiling `what`, `bytes` long: it is not in the compile cache.
+    Compiling {
+        /// The component, as errors name it.
+        what: String,
+        /// Its size.
+        bytes: usize,
+    },
+    /// Compiled in `elapsed`; `cached` when later loads will be served
+    /// from the compile cache.
+    Compiled {
+        /// The component, as errors name it.
+        what: String,
+        /// The time the compile took.
+        elapsed: Duration,
+        /// Whether the compiled code was stored for later loads.
+        cached: bool,
+    },
+}
+
+/// Called with each [`LoadProgress`] of a load, from a blocking thread.
+pub type ProgressHook = Arc<dyn Fn(&LoadProgress) + Send + Sync>;
+
 /// What to load an adapter with.
 #[derive(Clone)]
 pub struct LoadOptions {
@@ -132,6 +161,8 @@ pub struct LoadOptions {
     /// compiled ([`LoadError::DigestMismatch`]). None loads whatever the
     /// file holds.
     pub expected_digest: Option<String>,
+    /// Told when the load compiles the component, and when it is done.
+    pub progress: Option<ProgressHook>,
 }
 
 impl std::fmt::Debug for LoadOptions {
@@ -147,6 +178,7 @@ impl std::fmt::Debug for LoadOptions {
             )
             .field("kubernetes_cache", &self.kubernetes_cache.is_some())
             .field("expected_digest", &self.expected_digest)
+            .field("progress", &self.progress.is_some())
             .finish()
     }
 }
@@ -161,6 +193,7 @@ impl Default for LoadOptions {
             kubernetes: None,
             kubernetes_cache: None,
             expected_digest: None,
+            progress: None,
         }
     }
 }
@@ -266,6 +299,7 @@ impl Host {
                 bytes,
                 Some(&options.grants),
                 options.expected_digest.as_deref(),
+                options.progress.clone(),
             )
             .await?;
         self.load_prepared(prepared, options).await
@@ -340,7 +374,7 @@ impl Host {
         bytes: &[u8],
         grants: Option<&Grants>,
     ) -> Result<Inspection, LoadError> {
-        let prepared = self.prepare(what, bytes, grants, None).await?;
+        let prepared = self.prepare(what, bytes, grants, None, None).await?;
         let options = LoadOptions {
             grants: grants.cloned().unwrap_or_default(),
             ..LoadOptions::default()
@@ -371,6 +405,7 @@ impl Host {
         bytes: &[u8],
         grants: Option<&Grants>,
         expected_digest: Option<&str>,
+        progress: Option<ProgressHook>,
     ) -> Result<Prepared, LoadError> {
         check::check_header(what, bytes)?;
         let digest = cache::digest(bytes);
@@ -391,9 +426,35 @@ impl Host {
         let cache = self.inner.cache.clone();
         let owned = bytes.to_vec();
         let dig = digest.clone();
-        let compiled = tokio::task::spawn_blocking(move || match &cache {
-            Some(c) => c.load(&engine, &dig, &owned),
-            None => Component::new(&engine, &owned).map(|c| (c, CacheOutcome::Uncached)),
+        let name = what.to_string();
+        let compiled = tokio::task::spawn_blocking(move || {
+            let tell = |event: LoadProgress| {
+                if let Some(hook) = &progress {
+                    hook(&event);
+                }
+            };
+            let compiling = Instant::now();
+            let before_compile = || {
+                tell(LoadProgress::Compiling {
+                    what: name.clone(),
+                    bytes: owned.len(),
+                })
+            };
+            let loaded = match &cache {
+                Some(c) => c.load(&engine, &dig, &owned, before_compile),
+                None => {
+                    before_compile();
+                    Component::new(&engine, &owned).map(|c| (c, CacheOutcome::Uncached))
+                }
+            };
+            if let Ok((_, outcome @ (CacheOutcome::Compiled | CacheOutcome::Uncached))) = &loaded {
+                tell(LoadProgress::Compiled {
+                    what: name.clone(),
+                    elapsed: compiling.elapsed(),
+                    cached: *outcome == CacheOutcome::Compiled,
+                });
+            }
+            loaded
         })
         .await
         .map_err(|e| LoadError::Engine(format!("compile task failed: {e}")))?;

@@ -137,13 +137,7 @@ fn rbac_verb(global: &Global, grants: &KubernetesGrants, args: &RbacArgs) -> Out
 
 /// The YAML stream as a `v1` `List` (what `kubectl get -o json` prints).
 fn as_list(yaml: &str) -> Outcome<serde_json::Value> {
-    let mut items = vec![];
-    for doc in serde_yaml::Deserializer::from_str(yaml) {
-        let value: serde_json::Value = serde::Deserialize::deserialize(doc)
-            .map_err(|e| Failure::other("reading back the generated RBAC", e))?;
-        if !value.is_null() {
-            items.push(value);
-        }
-    }
+    let items = pando_host::yaml::documents(yaml)
+        .map_err(|e| Failure::other("reading back the generated RBAC", e))?;
     Ok(serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}))
 }

@@ -452,8 +452,7 @@ mod tests {
     /// The documents, each as (kind, name, namespace, rules).
     fn objects(yaml: &str) -> Vec<(String, String, Option<String>, Vec<PolicyRule>)> {
         let mut out = vec![];
-        for doc in serde_yaml::Deserializer::from_str(yaml) {
-            let value: serde_json::Value = serde::Deserialize::deserialize(doc).expect("YAML");
+        for value in pando_host::yaml::documents(yaml).expect("YAML") {
             let kind = value["kind"].as_str().unwrap_or_default().to_string();
             let (name, ns, rules) = match kind.as_str() {
                 "ClusterRole" => {

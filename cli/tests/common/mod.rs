@@ -56,3 +56,23 @@ pub fn interrupt(child: &std::process::Child) {
         .expect("kill runs");
     assert!(sent.success(), "kill -INT {}", child.id());
 }
+
+/// Runs `pando-host` in the repository's root with none of the caller's
+/// environment that the CLI reads.
+pub fn run_in_repo(args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pando-host"));
+    for var in [
+        "PANDO_ADAPTER",
+        "PANDO_GRANTS",
+        "PANDO_LIMITS",
+        "KUBECONFIG",
+        "RUST_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.current_dir(repo_root())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("pando-host runs")
+}

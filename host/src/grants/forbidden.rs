@@ -161,6 +161,25 @@ pub fn never_grantable(spelling: &str) -> Option<&'static str> {
     })
 }
 
+/// The spellings of the entries that name a group and a resource
+/// (`authentication.k8s.io/tokenreviews`), for the JSON Schema to refuse
+/// among custom-looking resources (`super::json_schema`).
+pub(super) fn never_spellings() -> impl Iterator<Item = String> {
+    NEVER.iter().filter_map(|&(group, resource, sub, _)| {
+        let resource = resource.filter(|_| !group.is_empty())?;
+        Some(match sub {
+            Some(sub) => format!("{group}/{resource}/{sub}"),
+            None => format!("{group}/{resource}"),
+        })
+    })
+}
+
+/// The subresources never grantable on any resource (`attach`, `proxy`),
+/// for the JSON Schema.
+pub(super) fn never_subresources() -> impl Iterator<Item = &'static str> {
+    NEVER.iter().filter(|e| e.1.is_none()).filter_map(|e| e.2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

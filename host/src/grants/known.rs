@@ -139,6 +139,44 @@ pub(super) fn is_group(part: &str) -> bool {
     part.contains('.') || DOTLESS_GROUPS.contains(&part)
 }
 
+/// Every spelling of the checked groups a grant may name, as `check` reads
+/// them (`pods`, `pods/log`, `apps/deployments/scale`), in table order; the
+/// JSON Schema lists them (`super::json_schema`). Some are never grantable
+/// all the same (`forbidden`): the caller leaves those out.
+pub(super) fn spellings() -> impl Iterator<Item = String> {
+    KNOWN.iter().flat_map(|&(group, resource, subs)| {
+        let base = if group.is_empty() {
+            resource.to_string()
+        } else {
+            format!("{group}/{resource}")
+        };
+        std::iter::once(base.clone()).chain(subs.iter().map(move |sub| format!("{base}/{sub}")))
+    })
+}
+
+/// The groups `check` takes as written, resources unchecked: the dotless
+/// built-in groups the table has no rows for (`autoscaling`), for the JSON
+/// Schema; any dotted group but [`checked_dotted_groups`] is taken as well.
+pub(super) fn unchecked_dotless_groups() -> impl Iterator<Item = &'static str> {
+    DOTLESS_GROUPS
+        .iter()
+        .copied()
+        .filter(|g| !KNOWN.iter().any(|k| k.0 == *g))
+}
+
+/// The dotted groups whose resources `check` knows (`rbac.authorization.k8s.io`),
+/// each once, for the JSON Schema.
+pub(super) fn checked_dotted_groups() -> Vec<&'static str> {
+    let mut groups: Vec<&str> = KNOWN
+        .iter()
+        .map(|k| k.0)
+        .filter(|g| g.contains('.'))
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups
+}
+
 /// The candidate nearest `word`: its plural, or one at most 2 edits away
 /// (a typo).
 fn closest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {

@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod forbidden;
+mod json_schema;
 mod known;
 pub mod objects;
 pub mod rbac;
@@ -15,12 +16,13 @@ pub mod request;
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LoadError;
 
 /// An adapter's grants.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Grants {
     /// The Kubernetes API; none means the adapter may not import it.
@@ -29,7 +31,7 @@ pub struct Grants {
 }
 
 /// What an adapter may do through the Kubernetes import.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct KubernetesGrants {
     /// Rules, each allowing some verbs on some resources in some namespaces.
@@ -56,25 +58,30 @@ fn default_max_body() -> u64 {
 }
 
 /// One grant rule.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = json_schema::rule_scope)]
 pub struct Rule {
     /// Verbs allowed: `get`, `list`, `watch`, `create`, `update`, `patch`,
     /// `delete`, `deletecollection`.
+    #[schemars(schema_with = "json_schema::verbs")]
     pub verbs: Vec<String>,
     /// Resources, as `resource`, `group/resource`, or either with
     /// `/subresource` (`pods/log`, `apps/deployments/scale`).
+    #[schemars(schema_with = "json_schema::resources")]
     pub resources: Vec<String>,
     /// Namespace patterns (`pando-*`, `pando-edge`) for namespaced
     /// resources. Empty together with `cluster: true` is a cluster-scoped
     /// rule.
     #[serde(default)]
+    #[schemars(inner(regex(pattern = json_schema::NAMESPACE_PATTERN)))]
     pub namespaces: Vec<String>,
     /// Patterns this rule does not reach, namespaces or names alike:
     /// `namespaces: ["pando-*"]` with `except: ["pando-system"]` keeps an
     /// app rule out of Pando's own namespace. A rule with exceptions never
     /// grants an all-namespaces request.
     #[serde(default)]
+    #[schemars(inner(regex(pattern = json_schema::NAME_PATTERN)))]
     pub except: Vec<String>,
     /// The rule is for cluster-scoped resources (nodes, RuntimeClasses,
     /// namespaces, PersistentVolumes).
@@ -83,16 +90,19 @@ pub struct Rule {
     /// For cluster-scoped resources, object-name patterns (`pando-*` for
     /// namespaces). Empty is every name.
     #[serde(default)]
+    #[schemars(inner(regex(pattern = json_schema::NAME_PATTERN)))]
     pub names: Vec<String>,
 }
 
 /// A request-rate budget and a write budget: token buckets.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Rate {
     /// Sustained requests per second.
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub qps: f64,
     /// Requests allowed at once above that.
+    #[schemars(range(min = 1))]
     pub burst: u32,
     /// Sustained bytes a second of request bodies (creates, updates,
     /// patches): what the adapter may add to etcd. A request rate alone lets
@@ -101,6 +111,7 @@ pub struct Rate {
     /// budget waits its turn; one whose wait would end after the call's
     /// deadline is refused at once (`denied`, naming this field).
     #[serde(default = "default_write_bytes_per_second")]
+    #[schemars(range(min = 1))]
     pub write_bytes_per_second: u64,
     /// Body bytes allowed at once above that; at least `max_body_bytes`,
     /// so that every body the cap allows can pass.
@@ -150,65 +161,75 @@ impl Grants {
     /// Parses a grants document (YAML or JSON; JSON is YAML). `origin` names
     /// it in errors.
     pub fn from_text(origin: &str, text: &str) -> Result<Self, LoadError> {
-        let de = serde_yaml::Deserializer::from_str(text);
-        let grants: Grants =
-            serde_path_to_error::deserialize(de).map_err(|e| LoadError::Grants {
+        let grants: Grants = crate::yaml::from_str(text).map_err(|e| LoadError::Grants {
+            origin: origin.into(),
+            reason: e.to_string(),
+        })?;
+        if let Err((field, why)) = grants.validate() {
+            // Placed as a parse error is: the checks below run on the
+            // decoded grants, which no longer know their lines.
+            let line = crate::yaml::position(text, &field)
+                .map(|(line, column)| format!(" at line {line}, column {column}"))
+                .unwrap_or_default();
+            return Err(LoadError::Grants {
                 origin: origin.into(),
-                reason: format!("at `{}`: {}", e.path(), e.inner()),
-            })?;
-        grants.validate(origin)?;
+                reason: format!("at `{field}`: {why}{line}"),
+            });
+        }
         Ok(grants)
     }
 
-    fn validate(&self, origin: &str) -> Result<(), LoadError> {
+    /// What decoding cannot check; on error, the field's path and what is
+    /// wrong.
+    fn validate(&self) -> Result<(), (String, String)> {
         let Some(k) = &self.kubernetes else {
             return Ok(());
         };
-        let bad = |reason: String| LoadError::Grants {
-            origin: origin.into(),
-            reason,
-        };
+        let bad = |field: &str, why: String| Err((format!("kubernetes.{field}"), why));
         if !(k.rate.qps > 0.0 && k.rate.qps.is_finite()) {
-            return Err(bad(format!(
-                "at `kubernetes.rate.qps`: must be a positive number, got {}",
-                k.rate.qps
-            )));
+            return bad(
+                "rate.qps",
+                format!("must be a positive number, got {}", k.rate.qps),
+            );
         }
         if k.rate.burst == 0 {
-            return Err(bad("at `kubernetes.rate.burst`: must be at least 1".into()));
+            return bad("rate.burst", "must be at least 1".into());
         }
         if k.rate.write_bytes_per_second == 0 {
-            return Err(bad(
-                "at `kubernetes.rate.write_bytes_per_second`: must be at least 1".into(),
-            ));
+            return bad("rate.write_bytes_per_second", "must be at least 1".into());
         }
         if k.rate.write_burst_bytes < k.max_body_bytes {
-            return Err(bad(format!(
-                "at `kubernetes.rate.write_burst_bytes`: {} is below `kubernetes.max_body_bytes` \
-                 ({}), so the largest body the cap allows could never be sent; raise it to at \
-                 least {}",
-                k.rate.write_burst_bytes, k.max_body_bytes, k.max_body_bytes
-            )));
+            return bad(
+                "rate.write_burst_bytes",
+                format!(
+                    "{} is below `kubernetes.max_body_bytes` ({}), so the largest body the cap \
+                     allows could never be sent; raise it to at least {}",
+                    k.rate.write_burst_bytes, k.max_body_bytes, k.max_body_bytes
+                ),
+            );
         }
         for (i, rule) in k.rules.iter().enumerate() {
             if rule.verbs.is_empty() || rule.resources.is_empty() {
-                return Err(bad(format!(
-                    "at `kubernetes.rules[{i}]`: a rule needs at least one verb and one resource"
-                )));
+                return bad(
+                    &format!("rules[{i}]"),
+                    "a rule needs at least one verb and one resource".into(),
+                );
             }
             if rule.cluster != rule.namespaces.is_empty() {
-                return Err(bad(format!(
-                    "at `kubernetes.rules[{i}]`: give `namespaces` for namespaced resources, \
-                     or `cluster: true` (and no namespaces) for cluster-scoped ones"
-                )));
+                return bad(
+                    &format!("rules[{i}]"),
+                    "give `namespaces` for namespaced resources, or `cluster: true` (and no \
+                     namespaces) for cluster-scoped ones"
+                        .into(),
+                );
             }
-            validate_rule(rule).map_err(|(field, why)| {
-                bad(format!("at `kubernetes.rules[{i}].{field}`: {why}"))
-            })?;
+            if let Err((field, why)) = validate_rule(rule) {
+                return bad(&format!("rules[{i}].{field}"), why);
+            }
         }
-        k.objects
-            .validate()
-            .map_err(|(field, why)| bad(format!("at `kubernetes.objects.{field}`: {why}")))?;
+        if let Err((field, why)) = k.objects.validate() {
+            return bad(&format!("objects.{field}"), why);
+        }
         Ok(())
     }
 }

@@ -322,3 +322,18 @@ fn example_grants_file_loads() {
         objects::Profile::Baseline
     );
 }
+
+#[test]
+fn an_error_names_its_field_once_and_its_line() {
+    let doc =
+        "kubernetes:\n  rules:\n  - verbs: [get]\n    resources: [pod]\n    namespaces: [x]\n";
+    let msg = Grants::from_text("t", doc)
+        .expect_err("`pod` is no resource")
+        .to_string();
+    assert!(
+        msg.contains("at `kubernetes.rules[0].resources[0]`: "),
+        "{msg}"
+    );
+    assert_eq!(msg.matches("rules[0]").count(), 1, "{msg}");
+    assert!(msg.contains("line 4"), "{msg}");
+}

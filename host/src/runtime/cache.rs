@@ -97,12 +97,13 @@ impl CompileCache {
     }
 
     /// The component for these bytes: from the cache when present, else
-    /// compiled and stored.
+    /// compiled and stored; `before_compile` is called when it compiles.
     pub(crate) fn load(
         &self,
         engine: &Engine,
         digest: &str,
         bytes: &[u8],
+        before_compile: impl FnOnce(),
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let path = self.path_for(engine, digest);
         if path.is_file() {
@@ -120,6 +121,7 @@ impl CompileCache {
                 }
             }
         }
+        before_compile();
         let compiled = engine.precompile_component(bytes)?;
         let outcome = match self.store(&path, &compiled) {
             Ok(()) => CacheOutcome::Compiled,

@@ -92,7 +92,8 @@ impl Environment for Kwok {
 fn example_config() -> String {
     let path = components::repo_root().join("examples/kubernetes-config.yaml");
     let text = std::fs::read_to_string(&path).expect("reading examples/kubernetes-config.yaml");
-    let value: serde_json::Value = serde_yaml::from_str(&text).expect("the example config parses");
+    let value: serde_json::Value =
+        pando_host::yaml::from_str(&text).expect("the example config parses");
     value.to_string()
 }
 

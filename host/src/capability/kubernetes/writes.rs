@@ -77,7 +77,7 @@ fn invalid(msg: String) -> ApiError {
 fn parse_body(body: &[u8], form: BodyForm) -> Result<Value, String> {
     let value: Value = match form {
         BodyForm::Apply => {
-            serde_yaml::from_slice(body).map_err(|e| format!("the body is not YAML: {e}"))?
+            crate::yaml::apply_body(body).map_err(|e| format!("the body is not YAML: {e}"))?
         }
         BodyForm::Object | BodyForm::Operations => {
             serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?
@@ -437,6 +437,19 @@ mod tests {
         )
         .expect("yaml");
         assert_eq!(v["spec"]["hostPID"], true);
+    }
+
+    #[test]
+    fn an_apply_body_means_what_the_api_server_would_read_in_it() {
+        // It is sent on as JSON: YAML 1.1's scalars must not arrive as
+        // strings the API server's own YAML reading would not have made.
+        let v = parse_body(
+            b"spec:\n  hostNetwork: yes\n  volumes:\n  - secret: {defaultMode: 0644}\n",
+            BodyForm::Apply,
+        )
+        .expect("yaml");
+        assert_eq!(v["spec"]["hostNetwork"], true);
+        assert_eq!(v["spec"]["volumes"][0]["secret"]["defaultMode"], 420);
     }
 
     #[test]

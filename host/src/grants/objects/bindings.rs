@@ -201,10 +201,10 @@ mod tests {
     #[test]
     fn one_entry_as_a_map_is_a_list_of_one() {
         let one: crate::grants::objects::ObjectRules =
-            serde_yaml::from_str("role_bindings: {role: r, subjects: [{kind: User, name: u}]}")
+            crate::yaml::from_str("role_bindings: {role: r, subjects: [{kind: User, name: u}]}")
                 .expect("a map");
         let many: crate::grants::objects::ObjectRules =
-            serde_yaml::from_str("role_bindings: [{role: r, subjects: [{kind: User, name: u}]}]")
+            crate::yaml::from_str("role_bindings: [{role: r, subjects: [{kind: User, name: u}]}]")
                 .expect("a list");
         assert_eq!(one, many);
         assert_eq!(one.role_bindings.len(), 1);

@@ -305,7 +305,7 @@ mod tests {
     }
 
     fn policy(yaml: &str) -> ObjectPolicy {
-        let rules: ObjectRules = serde_yaml::from_str(yaml).expect("rules");
+        let rules: ObjectRules = crate::yaml::from_str(yaml).expect("rules");
         rules.validate().expect("valid");
         ObjectPolicy::new(&rules)
     }
@@ -444,18 +444,18 @@ mod tests {
                 "role_bindings[0].subjects[0].kind",
             ),
         ] {
-            let rules: ObjectRules = serde_yaml::from_str(yaml).expect(yaml);
+            let rules: ObjectRules = crate::yaml::from_str(yaml).expect(yaml);
             let (f, _) = rules.validate().expect_err(yaml);
             assert_eq!(f, field, "{yaml}");
         }
         assert!(
-            serde_yaml::from_str::<ObjectRules>("pods: [{namespaces: [x], profile: privileged}]")
+            crate::yaml::from_str::<ObjectRules>("pods: [{namespaces: [x], profile: privileged}]")
                 .is_err()
         );
         assert!(
-            serde_yaml::from_str::<ObjectRules>("services: [{namespaces: [x], types: [Bogus]}]")
+            crate::yaml::from_str::<ObjectRules>("services: [{namespaces: [x], types: [Bogus]}]")
                 .is_err()
         );
-        assert!(serde_yaml::from_str::<ObjectRules>("podz: []").is_err());
+        assert!(crate::yaml::from_str::<ObjectRules>("podz: []").is_err());
     }
 }

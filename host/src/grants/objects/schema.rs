@@ -5,10 +5,15 @@
 //! (or headless) only; namespaces carry no labels of the adapter's; no
 //! role binding may be written.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::grants::json_schema::{
+    self, DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY_PATTERN, NAMESPACE_PATTERN, NOT_SYSTEM,
+};
+
 /// What written objects may contain.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ObjectRules {
     /// Pod rules, by namespace: the first whose `namespaces` match applies
@@ -29,11 +34,12 @@ pub struct ObjectRules {
     /// subjects. One entry may be written as a map, not a list. Absent or
     /// empty: no binding may be written.
     #[serde(default, deserialize_with = "one_or_many")]
+    #[schemars(schema_with = "one_or_many_schema")]
     pub role_bindings: Vec<BindingRule>,
 }
 
 /// A Pod Security Standards profile.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// Prevents the known privilege escalations.
@@ -55,16 +61,18 @@ impl Profile {
 }
 
 /// What pods (and pod templates) in some namespaces may contain.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PodRule {
     /// Namespace patterns the rule applies to.
+    #[schemars(length(min = 1), inner(regex(pattern = NAMESPACE_PATTERN)))]
     pub namespaces: Vec<String>,
     /// The Pod Security Standards profile pods must meet.
     #[serde(default)]
     pub profile: Profile,
     /// `priorityClassName` values allowed; empty: none may be set.
     #[serde(default)]
+    #[schemars(inner(regex(pattern = DNS_SUBDOMAIN)))]
     pub priority_classes: Vec<String>,
     /// Tolerations allowed, each matched exactly (key, operator, value,
     /// effect); empty: none but the two the API server adds itself.
@@ -73,9 +81,11 @@ pub struct PodRule {
     /// `serviceAccountName` values allowed besides `default` (what an
     /// unset name is).
     #[serde(default)]
+    #[schemars(inner(regex(pattern = DNS_SUBDOMAIN)))]
     pub service_accounts: Vec<String>,
     /// `runtimeClassName` values allowed; empty: none may be set.
     #[serde(default)]
+    #[schemars(inner(regex(pattern = DNS_SUBDOMAIN)))]
     pub runtime_classes: Vec<String>,
     /// Pods may mount a service-account token (`automountServiceAccountToken`
     /// other than `false`, projected token volumes). Default `false`.
@@ -84,35 +94,40 @@ pub struct PodRule {
 }
 
 /// One toleration a pod may carry.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = json_schema::toleration_operator)]
 pub struct Toleration {
     /// The taint key; absent only with `operator: Exists` (every taint).
     #[serde(default)]
     pub key: Option<String>,
     /// `Equal` (the default) or `Exists`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["Equal", "Exists", null]))]
     pub operator: Option<String>,
     /// The taint value, for `Equal`.
     #[serde(default)]
     pub value: Option<String>,
     /// `NoSchedule`, `PreferNoSchedule`, `NoExecute`; absent: every effect.
     #[serde(default)]
+    #[schemars(extend("enum" = ["NoSchedule", "PreferNoSchedule", "NoExecute", null]))]
     pub effect: Option<String>,
 }
 
 /// Service types allowed in some namespaces.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceRule {
     /// Namespace patterns the rule applies to.
+    #[schemars(length(min = 1), inner(regex(pattern = NAMESPACE_PATTERN)))]
     pub namespaces: Vec<String>,
     /// Types allowed there besides ClusterIP.
+    #[schemars(length(min = 1))]
     pub types: Vec<ServiceType>,
 }
 
 /// A Service's `spec.type`.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
 pub enum ServiceType {
     /// A cluster-internal address (or none: headless). Always allowed.
     ClusterIP,
@@ -149,13 +164,14 @@ impl ServiceType {
 }
 
 /// What namespaces may carry.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct NamespaceRule {
     /// Label-key patterns (`app.kubernetes.io/managed-by`, `pando.dev/*`)
     /// the adapter may set. `kubernetes.io/metadata.name` (set by the API
     /// server) is always allowed; the Pod Security labels never are.
     #[serde(default)]
+    #[schemars(inner(regex(pattern = LABEL_KEY_PATTERN)))]
     pub labels: Vec<String>,
 }
 
@@ -177,26 +193,44 @@ where
     })
 }
 
+/// What [`one_or_many`] reads: a list, one entry, or null (none).
+fn one_or_many_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let entry = generator.subschema_for::<BindingRule>();
+    schemars::json_schema!({
+        "anyOf": [
+            { "type": "array", "items": entry },
+            entry,
+            { "type": "null" },
+        ],
+    })
+}
+
 /// One role an adapter's bindings may name, and to whom.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct BindingRule {
     /// The ClusterRole a binding names.
+    #[schemars(regex(pattern = DNS_SUBDOMAIN))]
     pub role: String,
     /// The subjects a binding may name (each must be one of these).
+    #[schemars(length(min = 1))]
     pub subjects: Vec<Subject>,
 }
 
 /// A binding's subject.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = json_schema::subject_namespace)]
 pub struct Subject {
     /// `ServiceAccount`, `User` or `Group`.
+    #[schemars(extend("enum" = ["ServiceAccount", "User", "Group"]))]
     pub kind: String,
     /// Its name.
+    #[schemars(length(min = 1), regex(pattern = NOT_SYSTEM))]
     pub name: String,
     /// For a ServiceAccount, its namespace.
     #[serde(default)]
+    #[schemars(regex(pattern = DNS_LABEL))]
     pub namespace: Option<String>,
 }
 
