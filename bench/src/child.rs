@@ -47,6 +47,14 @@ pub enum Mode {
         /// How many calls.
         calls: u64,
     },
+    /// Makes `count` configured instances of the Kubernetes adapter one
+    /// after another, each dropped at once, and prints the mean: the fresh
+    /// instance's path (instantiate, then configure) alone, to run under a
+    /// profiler (`perf record -- pando-bench child fresh-loop 20000`).
+    FreshLoop {
+        /// How many instances.
+        count: u64,
+    },
     /// Grows the Kubernetes adapter's pool of idle configured instances to
     /// `small`, then to `large` (see `benches::memory`).
     Instances {
@@ -118,6 +126,10 @@ pub async fn run(mode: Mode) -> Result<()> {
         Mode::UpstreamLoop { calls } => {
             let ns = crate::benches::upstream::profile_loop(calls).await?;
             serde_json::to_string(&serde_json::json!({ "ns_per_call": ns }))?
+        }
+        Mode::FreshLoop { count } => {
+            let us = crate::benches::pool::profile_loop(count).await?;
+            serde_json::to_string(&serde_json::json!({ "us_per_instance": us }))?
         }
         Mode::Instances { small, large } => {
             serde_json::to_string(&crate::benches::memory::instances(small, large).await?)?

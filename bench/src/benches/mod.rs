@@ -9,7 +9,7 @@ mod logs;
 pub(crate) mod memory;
 mod observe;
 mod observe_setup;
-mod pool;
+pub(crate) mod pool;
 mod snapshot;
 pub(crate) mod upstream;
 

@@ -111,3 +111,15 @@ pub async fn run(quick: bool) -> Result<Bench> {
     );
     Ok(bench)
 }
+
+/// `count` fresh configured instances, made and dropped one by one; the
+/// mean in microseconds (`pando-bench child fresh-loop`).
+pub async fn profile_loop(count: u64) -> Result<f64> {
+    let host = env::host()?;
+    let adapter = env::load_kubernetes(&host, None).await?;
+    let t = Instant::now();
+    for _ in 0..count {
+        black_box(adapter.raw_instance().await?);
+    }
+    Ok(us(t.elapsed()) / count.max(1) as f64)
+}

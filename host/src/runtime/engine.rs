@@ -47,6 +47,11 @@ impl Default for EngineSettings {
 
 /// The engine and its epoch ticker. Dropping the last handle stops the
 /// ticker.
+/// What a slot's memory and tables keep resident between instances: more
+/// than an adapter's instance touches to start and answer a call, and at
+/// most `max_unused_warm_slots` × this resident in slots nobody uses.
+const KEEP_RESIDENT: usize = 1 << 20;
+
 pub(crate) struct SharedEngine {
     pub(crate) engine: Engine,
     pub(crate) settings: EngineSettings,
@@ -80,6 +85,15 @@ impl SharedEngine {
         pool.max_core_instance_size(4 << 20);
         pool.max_memory_size(usize::try_from(settings.max_memory_bytes).unwrap_or(usize::MAX));
         pool.max_unused_warm_slots(64);
+        // A fresh instance touched about a dozen pages that `madvise` had
+        // dropped from the slot, each a page fault (docs/benchmarks.md,
+        // "A fresh instance's page faults"). The first KEEP_RESIDENT bytes of
+        // each memory and table are reset with `memset` instead and stay
+        // resident; `PAGEMAP_SCAN` (Linux 6.7+) resets only the pages that
+        // were touched.
+        pool.linear_memory_keep_resident(KEEP_RESIDENT);
+        pool.table_keep_resident(KEEP_RESIDENT);
+        pool.pagemap_scan(wasmtime::Enabled::Auto);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
 
         let engine = Engine::new(&config).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
