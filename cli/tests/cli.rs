@@ -258,6 +258,32 @@ fn apply_of_a_plan_with_a_bad_field_names_the_file_and_field() {
 }
 
 #[test]
+fn apply_of_a_plan_with_a_field_its_type_lacks_names_it_and_sends_nothing() {
+    let cli = Cli::new();
+    let text = std::fs::read_to_string(repo_root().join("examples/hello.yaml"))
+        .expect("examples/hello.yaml exists");
+    // A typo of `protocol`: the generated types would skip it, and the port
+    // would be TCP.
+    let bad = text.replacen("protocol: Tcp", "prot: Udp", 1);
+    assert_ne!(bad, text, "the example has a Tcp port");
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let file = dir.path().join("typo-plan.yaml");
+    std::fs::write(&file, bad).expect("writing the plan");
+
+    let o = cli.run(&["apply", file.to_str().expect("a UTF-8 path")]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "{}: at workloads[0].ports[0].prot: unknown field; the fields here are ",
+            file.display()
+        )) && err.contains("protocol"),
+        "{err}"
+    );
+    assert_eq!(stdout(&o), "", "nothing was applied");
+}
+
+#[test]
 fn observe_json_reports_the_counter_workload() {
     let cli = Cli::new();
     let o = cli.run(&["observe", "shop", "-o", "json"]);
