@@ -226,16 +226,23 @@ fn apply_of_a_short_plan_fills_in_what_it_leaves_out() {
     );
 }
 
+/// examples/hello.yaml with its port's `protocol: Tcp` line replaced by
+/// `line`, in a file of a temporary directory (kept alive by the first).
+fn hello_with(line: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let text = std::fs::read_to_string(repo_root().join("examples/hello.yaml"))
+        .expect("examples/hello.yaml exists");
+    let bad = text.replacen("protocol: Tcp", line, 1);
+    assert_ne!(bad, text, "the example has a Tcp port");
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let file = dir.path().join("plan.yaml");
+    std::fs::write(&file, bad).expect("writing the plan");
+    (dir, file)
+}
+
 #[test]
 fn apply_of_a_plan_with_a_bad_field_names_the_file_and_field() {
     let cli = Cli::new();
-    let text = std::fs::read_to_string(repo_root().join("examples/hello.yaml"))
-        .expect("examples/hello.yaml exists");
-    let bad = text.replacen("protocol: Tcp", "protocol: tc", 1);
-    assert_ne!(bad, text, "the example has a Tcp port");
-    let dir = tempfile::tempdir().expect("a temporary dir");
-    let file = dir.path().join("bad-plan.yaml");
-    std::fs::write(&file, bad).expect("writing the plan");
+    let (_dir, file) = hello_with("protocol: tc");
 
     let o = cli.run(&["apply", file.to_str().expect("a UTF-8 path")]);
     assert_exit(&o, 2);
@@ -260,15 +267,9 @@ fn apply_of_a_plan_with_a_bad_field_names_the_file_and_field() {
 #[test]
 fn apply_of_a_plan_with_a_field_its_type_lacks_names_it_and_sends_nothing() {
     let cli = Cli::new();
-    let text = std::fs::read_to_string(repo_root().join("examples/hello.yaml"))
-        .expect("examples/hello.yaml exists");
     // A typo of `protocol`: the generated types would skip it, and the port
     // would be TCP.
-    let bad = text.replacen("protocol: Tcp", "prot: Udp", 1);
-    assert_ne!(bad, text, "the example has a Tcp port");
-    let dir = tempfile::tempdir().expect("a temporary dir");
-    let file = dir.path().join("typo-plan.yaml");
-    std::fs::write(&file, bad).expect("writing the plan");
+    let (_dir, file) = hello_with("prot: Udp");
 
     let o = cli.run(&["apply", file.to_str().expect("a UTF-8 path")]);
     assert_exit(&o, 2);
