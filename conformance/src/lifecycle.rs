@@ -1,11 +1,13 @@
 //! A workload that finishes (R-150): its log stays readable, and stop
 //! keeps it while it stops the one still running.
 
-use pando_host::types::{LogOptions, ObservedBundle, WorkloadPhase};
+use pando_host::types::{LogOptions, ObservedBundle, RuntimeCapabilities, WorkloadPhase};
 
 use super::cases::{LOGS, STOP};
 use super::declared::Capability;
-use super::fixture::{Check, Fixture, Stop, answered, bref, describe, ensure, fail, failed, skip};
+use super::fixture::{
+    Check, Fixture, Notes, Setup, Stop, answered, bref, describe, ensure, fail, failed, skip,
+};
 use super::plans::{self, FINISH_CODE, FINISH_LINE, FINISHER, SERVER, wref};
 
 /// The most of a log that is read.
@@ -29,93 +31,116 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
     let setup = fx.setup(life(fx, &app, logs)).await;
 
     fx.case(&LOGS, async |fx, notes| {
-        let caps = caps.clone()?;
-        if !caps.logs {
-            let r = fx
-                .adapter
-                .logs(&fx.ctx(), &wref(&app, FINISHER), &all())
-                .await;
-            answered("logs (logs are not declared)", r, false, &["unsupported"])?;
-            notes.not_declared(Capability::Logs, "answered `unsupported` as required");
-            return Ok(());
-        }
-        let life = setup.get(notes)?;
-        // The declaration is held to even where no workload finishes.
-        let server_bytes = match &life.server_log {
-            Some(read) => read.clone()?,
-            None => 0,
-        };
-        if let Err(why) = &life.finished {
-            return Err(half_checked(
-                why,
-                &format!(
-                    "the running `{SERVER}`'s log was read ({server_bytes} bytes), but not a \
-                     finished workload's"
-                ),
-            ));
-        }
-        let log = read_log(fx, &app).await?;
-        ensure!(
-            !log.is_empty(),
-            "the log of the finished workload `{FINISHER}` is empty"
-        );
-        if !String::from_utf8_lossy(&log).contains(FINISH_LINE) {
-            notes.push(format!(
-                "the log does not hold the line the command printed ({FINISH_LINE:?}): \
-                 expected only of a runtime that simulates workloads"
-            ));
-        }
-        Ok(())
+        case_logs(fx, notes, &caps, &setup, &app).await
     })
     .await;
-
     fx.case(&STOP, async |fx, notes| {
-        let caps = caps.clone()?;
-        let life = setup.get(notes)?;
-        let before = match (&life.finished, caps.logs) {
-            (Ok(_), true) => Some(read_log(fx, &app).await?),
-            _ => None,
-        };
-        if !caps.logs {
-            notes.push("logs are not declared: the finished workload's log was not compared");
-        }
-        fx.adapter
-            .stop(&fx.ctx(), &bref(&app))
-            .await
-            .map_err(|e| failed("stop", &e))?;
-        let seen = fx
-            .observe_until(&app, &format!("`{SERVER}` stopped"), |seen| {
-                !seen.workloads.iter().any(|w| {
-                    w.name == SERVER
-                        && matches!(w.phase, WorkloadPhase::Running | WorkloadPhase::Pending)
-                })
-            })
-            .await?;
-        if let Err(why) = &life.finished {
-            return Err(half_checked(
-                why,
-                &format!("stop stopped `{SERVER}`, but kept no finished workload to check"),
-            ));
-        }
-        ensure!(
-            seen.exists && finished_as_planned(&seen),
-            "after stop, the finished workload `{FINISHER}` is no longer reported as it was \
-             (failed, exit {FINISH_CODE}): {}",
-            describe(&seen)
-        );
-        if let Some(before) = before {
-            let after = read_log(fx, &app).await?;
-            ensure!(
-                after == before,
-                "after stop, the log of `{FINISHER}` changed: {} bytes before, {} after",
-                before.len(),
-                after.len()
-            );
-        }
-        Ok(())
+        case_stop(fx, notes, &caps, &setup, &app).await
     })
     .await;
     fx.cleanup(&app).await;
+}
+
+/// R-150, logs: the finished workload's log is read (and the running
+/// server's), or `unsupported` where logs are not declared.
+async fn case_logs(
+    fx: &Fixture<'_>,
+    notes: &mut Notes,
+    caps: &Check<RuntimeCapabilities>,
+    setup: &Setup<Life>,
+    app: &str,
+) -> Check {
+    let caps = caps.clone()?;
+    if !caps.logs {
+        let r = fx
+            .adapter
+            .logs(&fx.ctx(), &wref(app, FINISHER), &all())
+            .await;
+        answered("logs (logs are not declared)", r, false, &["unsupported"])?;
+        notes.not_declared(Capability::Logs, "answered `unsupported` as required");
+        return Ok(());
+    }
+    let life = setup.get(notes)?;
+    // The declaration is held to even where no workload finishes.
+    let server_bytes = match &life.server_log {
+        Some(read) => read.clone()?,
+        None => 0,
+    };
+    if let Err(why) = &life.finished {
+        return Err(half_checked(
+            why,
+            &format!(
+                "the running `{SERVER}`'s log was read ({server_bytes} bytes), but not a \
+                 finished workload's"
+            ),
+        ));
+    }
+    let log = read_log(fx, app).await?;
+    ensure!(
+        !log.is_empty(),
+        "the log of the finished workload `{FINISHER}` is empty"
+    );
+    if !String::from_utf8_lossy(&log).contains(FINISH_LINE) {
+        notes.push(format!(
+            "the log does not hold the line the command printed ({FINISH_LINE:?}): \
+             expected only of a runtime that simulates workloads"
+        ));
+    }
+    Ok(())
+}
+
+/// R-150, stop: the running workload stops, the finished one is kept as
+/// it was, its log unchanged.
+async fn case_stop(
+    fx: &Fixture<'_>,
+    notes: &mut Notes,
+    caps: &Check<RuntimeCapabilities>,
+    setup: &Setup<Life>,
+    app: &str,
+) -> Check {
+    let caps = caps.clone()?;
+    let life = setup.get(notes)?;
+    let before = match (&life.finished, caps.logs) {
+        (Ok(_), true) => Some(read_log(fx, app).await?),
+        _ => None,
+    };
+    if !caps.logs {
+        notes.push("logs are not declared: the finished workload's log was not compared");
+    }
+    fx.adapter
+        .stop(&fx.ctx(), &bref(app))
+        .await
+        .map_err(|e| failed("stop", &e))?;
+    let seen = fx
+        .observe_until(app, &format!("`{SERVER}` stopped"), |seen| {
+            !seen.workloads.iter().any(|w| {
+                w.name == SERVER
+                    && matches!(w.phase, WorkloadPhase::Running | WorkloadPhase::Pending)
+            })
+        })
+        .await?;
+    if let Err(why) = &life.finished {
+        return Err(half_checked(
+            why,
+            &format!("stop stopped `{SERVER}`, but kept no finished workload to check"),
+        ));
+    }
+    ensure!(
+        seen.exists && finished_as_planned(&seen),
+        "after stop, the finished workload `{FINISHER}` is no longer reported as it was \
+         (failed, exit {FINISH_CODE}): {}",
+        describe(&seen)
+    );
+    if let Some(before) = before {
+        let after = read_log(fx, app).await?;
+        ensure!(
+            after == before,
+            "after stop, the log of `{FINISHER}` changed: {} bytes before, {} after",
+            before.len(),
+            after.len()
+        );
+    }
+    Ok(())
 }
 
 /// A case that checked what it could, stopped by `why` (the finisher not

@@ -173,65 +173,8 @@ async fn snapshot(fx: &mut Fixture<'_>) {
 /// snapshot, snapshot again, compare.
 async fn round_trip(fx: &Fixture<'_>, app: &str, notes: &mut Notes) -> Check {
     let volume = handle(app);
-    if let Some(env) = &fx.options.environment {
-        env.prepare_volume(&volume)
-            .await
-            .map_err(|e| fail(format!("the environment could not provide the volume: {e}")))?;
-    }
-    // Mounted by a workload: a runtime may bind storage only for a
-    // workload that uses it.
-    let plan = plans::with_volume(plans::plan(app, vec![plans::server(&fx.options.image)]));
-    fx.adapter
-        .apply(&fx.ctx(), &plan)
-        .await
-        .map_err(|e| failed("apply of a plan with a volume", &e))?;
-    let ready = |seen: &ObservedBundle| seen.volumes.iter().any(|v| v.name == VOLUME && v.ready);
-    if let Err(e) = fx
-        .observe_until(app, &format!("volume `{VOLUME}` ready"), ready)
-        .await
-    {
-        // Snapshots are declared: the call is held to that even for a
-        // volume that cannot be written. `unsupported` and `denied` come
-        // before any work on the runtime; an adapter still waiting for the
-        // volume after PROBE_LIMIT is not judged (the Kubernetes adapter's
-        // helper pod waits for the claim until its deadline).
-        let what = "snapshot-volume of a volume not yet ready";
-        let ctx = fx.ctx().with_timeout(PROBE_LIMIT);
-        let call = fx.adapter.snapshot_volume(&ctx, &volume, tokio::io::sink());
-        let answer = fx
-            .declared_answer(Capability::VolumeSnapshot, what, call)
-            .await?;
-        if let Err(e @ CallError::DeadlineExceeded { .. }) = answer {
-            notes.push(format!(
-                "{what} did not answer within {} s ({}): only an `unsupported` or `denied` \
-                 answer would have failed it",
-                PROBE_LIMIT.as_secs(),
-                e.kind()
-            ));
-        }
-        return Err(skip(format!(
-            "the volume never became ready, so it cannot be written (a runtime without a \
-             storage provisioner, as the test cluster's KWOK nodes, needs an environment that \
-             provides one; the test cluster's real node has one, `storage_class: \
-             pando-local`): {}",
-            match e {
-                Stop::Fail(why) | Stop::Skip(why) => why,
-            }
-        )));
-    }
-    // Restored as core restores: with the app stopped, so nothing writes
-    // to the volume meanwhile (an adapter may refuse otherwise).
-    fx.adapter
-        .stop(&fx.ctx(), &bref(app))
-        .await
-        .map_err(|e| failed("stop before restoring", &e))?;
-    fx.observe_until(app, "the app stopped", |seen| {
-        !seen
-            .workloads
-            .iter()
-            .any(|w| matches!(w.phase, WorkloadPhase::Running | WorkloadPhase::Pending))
-    })
-    .await?;
+    mounted(fx, app, &volume, notes).await?;
+    stopped(fx, app).await?;
     let data = noise(DATA_BYTES);
     let archive = tar::archive(
         &["conformance"],
@@ -284,6 +227,75 @@ async fn round_trip(fx: &Fixture<'_>, app: &str, notes: &mut Notes) -> Check {
         second.len()
     ));
     Ok(())
+}
+
+/// The app applied with the volume mounted by a workload (a runtime may
+/// bind storage only for a workload that uses it), and the volume ready; a
+/// skip when it never is.
+async fn mounted(fx: &Fixture<'_>, app: &str, volume: &VolumeHandle, notes: &mut Notes) -> Check {
+    if let Some(env) = &fx.options.environment {
+        env.prepare_volume(volume)
+            .await
+            .map_err(|e| fail(format!("the environment could not provide the volume: {e}")))?;
+    }
+    let plan = plans::with_volume(plans::plan(app, vec![plans::server(&fx.options.image)]));
+    fx.adapter
+        .apply(&fx.ctx(), &plan)
+        .await
+        .map_err(|e| failed("apply of a plan with a volume", &e))?;
+    let ready = |seen: &ObservedBundle| seen.volumes.iter().any(|v| v.name == VOLUME && v.ready);
+    if let Err(e) = fx
+        .observe_until(app, &format!("volume `{VOLUME}` ready"), ready)
+        .await
+    {
+        // Snapshots are declared: the call is held to that even for a
+        // volume that cannot be written. `unsupported` and `denied` come
+        // before any work on the runtime; an adapter still waiting for the
+        // volume after PROBE_LIMIT is not judged (the Kubernetes adapter's
+        // helper pod waits for the claim until its deadline).
+        let what = "snapshot-volume of a volume not yet ready";
+        let ctx = fx.ctx().with_timeout(PROBE_LIMIT);
+        let call = fx.adapter.snapshot_volume(&ctx, volume, tokio::io::sink());
+        let answer = fx
+            .declared_answer(Capability::VolumeSnapshot, what, call)
+            .await?;
+        if let Err(e @ CallError::DeadlineExceeded { .. }) = answer {
+            notes.push(format!(
+                "{what} did not answer within {} s ({}): only an `unsupported` or `denied` \
+                 answer would have failed it",
+                PROBE_LIMIT.as_secs(),
+                e.kind()
+            ));
+        }
+        return Err(skip(format!(
+            "the volume never became ready, so it cannot be written (a runtime without a \
+             storage provisioner, as the test cluster's KWOK nodes, needs an environment that \
+             provides one; the test cluster's real node has one, `storage_class: \
+             pando-local`): {}",
+            match e {
+                Stop::Fail(why) | Stop::Skip(why) => why,
+            }
+        )));
+    }
+    Ok(())
+}
+
+/// The app stopped and seen stopped.
+async fn stopped(fx: &Fixture<'_>, app: &str) -> Check {
+    // Restored as core restores: with the app stopped, so nothing writes
+    // to the volume meanwhile (an adapter may refuse otherwise).
+    fx.adapter
+        .stop(&fx.ctx(), &bref(app))
+        .await
+        .map_err(|e| failed("stop before restoring", &e))?;
+    fx.observe_until(app, "the app stopped", |seen| {
+        !seen
+            .workloads
+            .iter()
+            .any(|w| matches!(w.phase, WorkloadPhase::Running | WorkloadPhase::Pending))
+    })
+    .await
+    .map(|_| ())
 }
 
 async fn take_snapshot(fx: &Fixture<'_>, volume: &VolumeHandle) -> Check<Vec<u8>> {

@@ -151,27 +151,7 @@ async fn flow(fx: &Fixture<'_>, app: &str, results: &mut Vec<Verdict>) -> Check 
 
     let started = Instant::now();
     let mut watch = Watch::start(&watcher);
-    let first = watch.next(settle).await;
-    let watching = async {
-        let first = first?;
-        fx.settled(started.elapsed());
-        ensure!(
-            first == BundleEvent::Watching,
-            "the watch's first event was {first:?}, not watching"
-        );
-        fx.adapter
-            .apply(
-                &fx.ctx(),
-                &plans::plan(app, vec![plans::server(&fx.options.image)]),
-            )
-            .await
-            .map_err(|e| failed("apply", &e))?;
-        let applied = Instant::now();
-        watch.change_of(app, SERVER, settle).await?;
-        fx.settled(applied.elapsed());
-        Ok(())
-    }
-    .await;
+    let watching = watching(fx, app, &mut watch, started).await;
     let ok = watching.is_ok();
     results.push((&WATCHING, watching, started.elapsed(), Notes::default()));
     if !ok {
@@ -180,7 +160,46 @@ async fn flow(fx: &Fixture<'_>, app: &str, results: &mut Vec<Verdict>) -> Check 
 
     let started = Instant::now();
     let mut notes = Notes::default();
-    let acts = match watcher.kubernetes_requests() {
+    let acts = acts(&watcher, &mut notes);
+    results.push((&WATCH_ACTS, acts, started.elapsed(), notes));
+
+    let started = Instant::now();
+    let restarted = restarted(fx, app, &watcher, watch, settle).await;
+    results.push((
+        &WATCH_RESTART,
+        restarted,
+        started.elapsed(),
+        Notes::default(),
+    ));
+    Ok(())
+}
+
+/// The watch's first event is `watching`, and an apply is seen as a change.
+async fn watching(fx: &Fixture<'_>, app: &str, watch: &mut Watch, started: Instant) -> Check {
+    let settle = fx.options.settle_timeout;
+    let first = watch.next(settle).await;
+    let first = first?;
+    fx.settled(started.elapsed());
+    ensure!(
+        first == BundleEvent::Watching,
+        "the watch's first event was {first:?}, not watching"
+    );
+    fx.adapter
+        .apply(
+            &fx.ctx(),
+            &plans::plan(app, vec![plans::server(&fx.options.image)]),
+        )
+        .await
+        .map_err(|e| failed("apply", &e))?;
+    let applied = Instant::now();
+    watch.change_of(app, SERVER, settle).await?;
+    fx.settled(applied.elapsed());
+    Ok(())
+}
+
+/// A watch only reads: what it sent holds no write.
+fn acts(watcher: &Adapter, notes: &mut Notes) -> Check {
+    match watcher.kubernetes_requests() {
         Some(sent) => {
             notes.push(format!("the watch sent: {sent}"));
             if sent.writes() == 0 {
@@ -193,40 +212,37 @@ async fn flow(fx: &Fixture<'_>, app: &str, results: &mut Vec<Verdict>) -> Check 
             notes.push(unmeasured_note());
             Ok(())
         }
-    };
-    results.push((&WATCH_ACTS, acts, started.elapsed(), notes));
-
-    let started = Instant::now();
-    let restarted = async {
-        let end = watch.end().await?;
-        ensure!(
-            end == WatchEnd::Cancelled,
-            "the cancelled watch returned {end:?}, not cancelled"
-        );
-        let mut again = Watch::start(&watcher);
-        let first = again.next(settle).await?;
-        ensure!(
-            first == BundleEvent::Watching,
-            "the new watch's first event was {first:?}, not watching"
-        );
-        fx.adapter
-            .stop(&fx.ctx(), &bref(app))
-            .await
-            .map_err(|e| failed("stop", &e))?;
-        again.change_of(app, SERVER, settle).await?;
-        let end = again.end().await?;
-        ensure!(
-            end == WatchEnd::Cancelled,
-            "the second watch, cancelled, returned {end:?}"
-        );
-        Ok(())
     }
-    .await;
-    results.push((
-        &WATCH_RESTART,
-        restarted,
-        started.elapsed(),
-        Notes::default(),
-    ));
+}
+
+/// A cancelled watch ends `cancelled`, and a new one watches again.
+async fn restarted(
+    fx: &Fixture<'_>,
+    app: &str,
+    watcher: &Adapter,
+    watch: Watch,
+    settle: Duration,
+) -> Check {
+    let end = watch.end().await?;
+    ensure!(
+        end == WatchEnd::Cancelled,
+        "the cancelled watch returned {end:?}, not cancelled"
+    );
+    let mut again = Watch::start(watcher);
+    let first = again.next(settle).await?;
+    ensure!(
+        first == BundleEvent::Watching,
+        "the new watch's first event was {first:?}, not watching"
+    );
+    fx.adapter
+        .stop(&fx.ctx(), &bref(app))
+        .await
+        .map_err(|e| failed("stop", &e))?;
+    again.change_of(app, SERVER, settle).await?;
+    let end = again.end().await?;
+    ensure!(
+        end == WatchEnd::Cancelled,
+        "the second watch, cancelled, returned {end:?}"
+    );
     Ok(())
 }

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::capability::kubernetes::send;
+use crate::capability::kubernetes::{admission, send};
 use crate::capability::log;
 use crate::capability::ratelimit::RateLimiter;
 use crate::runtime::state::Identity;
@@ -24,7 +24,7 @@ pub fn request_uri(path: &str, query: &[(String, String)]) -> String {
 /// The `metadata.name` a request body gives itself, as `kubernetes.send`
 /// reads it for the grant check of a cluster-scoped `create`.
 pub fn body_name(body: Option<&[u8]>) -> Option<String> {
-    send::body_name(body)
+    admission::body_name(body)
 }
 
 /// `log.log`'s clipping of guest text: the longest prefix of `s` of at most

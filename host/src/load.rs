@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{Component, Linker};
 
+use crate::adapter::invoke;
 use crate::adapter::{Adapter, AdapterInner, Inspection};
 use crate::capability;
 use crate::check::{self, ComponentShape};
@@ -17,7 +18,6 @@ use crate::limits::Limits;
 use crate::runtime::cache::{self, CacheOutcome, CompileCache};
 use crate::runtime::engine::{EngineSettings, SharedEngine};
 use crate::runtime::pool::{Factory, Instance, Pool};
-use crate::runtime::runner;
 use crate::runtime::state::{HostState, Identity};
 use crate::types::KindInfo;
 
@@ -319,7 +319,7 @@ impl Host {
         let cancel = CancellationToken::new();
         let deadline = Instant::now().checked_add(LOAD_TIMEOUT);
         let config = options.config.clone();
-        runner::run(
+        invoke::run(
             &mut first,
             &identity.name,
             "configure",
@@ -508,11 +508,10 @@ impl Host {
             what: what.into(),
             reason: e.to_string(),
         };
-        let mut inst = factory
-            .instantiate(deadline, &cancel)
+        let mut inst = invoke::instantiate(&factory, deadline, &cancel)
             .await
             .map_err(instantiate_err)?;
-        let info = runner::run(
+        let info = invoke::run(
             &mut inst,
             &provisional.name,
             "info",

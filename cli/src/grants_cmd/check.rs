@@ -224,6 +224,45 @@ fn places(
     (namespaces, unmatched)
 }
 
+/// Asks the cluster whether the identity may `verb` `resource` everywhere a
+/// cluster-wide (or all-namespaces) rule reaches: once, or once per name
+/// when the rule names its objects exactly.
+async fn check_cluster_wide(
+    client: &Client,
+    rule: &RbacRule<'_>,
+    verb: &str,
+    resource: &RbacResource,
+    report: &mut CheckReport,
+) -> Outcome<()> {
+    let scope = if rule.rule.cluster {
+        "cluster"
+    } else {
+        "all-namespaces"
+    };
+    let names: Vec<Option<&str>> = if !rule.rule.names.is_empty()
+        && rule.rule.names.iter().all(|n| is_exact(n))
+        && verb != "create"
+    {
+        rule.rule.names.iter().map(|n| Some(n.as_str())).collect()
+    } else {
+        vec![None]
+    };
+    for name in names {
+        report.checked += 1;
+        if !access(client, verb, resource, None, name).await? {
+            report.refused.push(Refused {
+                rule: rule.index,
+                verb: verb.to_string(),
+                resource: resource.spelling(),
+                namespace: None,
+                scope,
+                name: name.map(str::to_string),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Asks the cluster about every grant of `grants`.
 pub async fn check(
     client: &Client,
@@ -256,32 +295,7 @@ pub async fn check(
         for resource in &rule.resources {
             for verb in &rule.verbs {
                 if cluster_wide {
-                    let scope = if rule.rule.cluster {
-                        "cluster"
-                    } else {
-                        "all-namespaces"
-                    };
-                    let names: Vec<Option<&str>> = if !rule.rule.names.is_empty()
-                        && rule.rule.names.iter().all(|n| is_exact(n))
-                        && *verb != "create"
-                    {
-                        rule.rule.names.iter().map(|n| Some(n.as_str())).collect()
-                    } else {
-                        vec![None]
-                    };
-                    for name in names {
-                        report.checked += 1;
-                        if !access(client, verb, resource, None, name).await? {
-                            report.refused.push(Refused {
-                                rule: rule.index,
-                                verb: verb.to_string(),
-                                resource: resource.spelling(),
-                                namespace: None,
-                                scope,
-                                name: name.map(str::to_string),
-                            });
-                        }
-                    }
+                    check_cluster_wide(client, &rule, verb, resource, &mut report).await?;
                     continue;
                 }
                 for ns in &namespaces {

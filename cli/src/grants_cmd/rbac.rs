@@ -323,6 +323,59 @@ fn may_bind_itself(grants: &KubernetesGrants, role: &str, who: &[Subject]) -> bo
         .any(|b| b.role == role && who.iter().all(|s| b.subjects.contains(s)))
 }
 
+/// What heads the stream: how it was made, and how far RBAC can follow the
+/// grants.
+fn preamble(command: &str) -> String {
+    format!(
+        "# Generated from the grants by `{command}`:\n\
+         # do not edit; change the grants and generate it again (docs/grants.md, \"RBAC from the grants\").\n\
+         # Each rule names the grant rules it comes from. RBAC has no namespace or name patterns and no\n\
+         # exceptions: where a grant has them RBAC allows more, and the host narrows every request to the\n\
+         # grants.\n"
+    )
+}
+
+/// The role for the namespaces the grants name by pattern, saying who binds
+/// it in each: the adapter itself when its grants let it, else the operator
+/// (and a note says so).
+fn namespace_role(
+    grants: &KubernetesGrants,
+    plan: &Plan,
+    home: &Home,
+    options: &RbacOptions,
+    ns_role: &str,
+    notes: &mut Vec<String>,
+) -> String {
+    let name = &options.name;
+    let bound = if may_bind_itself(grants, ns_role, &options.subjects) {
+        format!(
+            "# The adapter binds it to itself (RoleBinding `{name}`) in each namespace it makes, as\n\
+             # kubernetes.objects.role_bindings lets it. Never bound cluster-wide.\n"
+        )
+    } else {
+        notes.push(format!(
+            "kubernetes.objects.role_bindings does not let the adapter bind `{ns_role}` to \
+             its identity, so nothing binds it: bind it in each namespace the grants' \
+             patterns name, or add {{role: {ns_role}, subjects: [its identity]}} there"
+        ));
+        format!(
+            "# The grants do not let the adapter bind it (kubernetes.objects.role_bindings): bind it\n\
+             # (RoleBinding `{name}`) in each such namespace. Never cluster-wide.\n"
+        )
+    };
+    let mut doc = String::from(
+        "# Inside the namespaces the grants name by pattern, and the ones those patterns match.\n",
+    );
+    doc.push_str(&bound);
+    doc += &role(
+        "ClusterRole",
+        ns_role,
+        None,
+        &role_rules(grants, plan, home, &[]),
+    );
+    doc
+}
+
 /// The RBAC objects the grants need, as one YAML stream; and notes for the
 /// operator (what the grants leave for them to do).
 pub fn generate(grants: &KubernetesGrants, options: &RbacOptions) -> (String, Vec<String>) {
@@ -332,14 +385,7 @@ pub fn generate(grants: &KubernetesGrants, options: &RbacOptions) -> (String, Ve
     let who = subjects(&options.subjects);
     let mut notes = vec![];
     let mut docs: Vec<String> = vec![];
-    let mut header = format!(
-        "# Generated from the grants by `{}`:\n\
-         # do not edit; change the grants and generate it again (docs/grants.md, \"RBAC from the grants\").\n\
-         # Each rule names the grant rules it comes from. RBAC has no namespace or name patterns and no\n\
-         # exceptions: where a grant has them RBAC allows more, and the host narrows every request to the\n\
-         # grants.\n",
-        options.command
-    );
+    let mut header = preamble(&options.command);
     if let Some(sa) = &options.service_account {
         let ns = sa.namespace.as_deref().unwrap_or("default");
         let _ = write!(
@@ -375,32 +421,7 @@ pub fn generate(grants: &KubernetesGrants, options: &RbacOptions) -> (String, Ve
             }
             Home::PerNamespace => {
                 let mut doc = std::mem::take(&mut header);
-                let bound = if may_bind_itself(grants, &ns_role, &options.subjects) {
-                    format!(
-                        "# The adapter binds it to itself (RoleBinding `{name}`) in each namespace it makes, as\n\
-                         # kubernetes.objects.role_bindings lets it. Never bound cluster-wide.\n"
-                    )
-                } else {
-                    notes.push(format!(
-                        "kubernetes.objects.role_bindings does not let the adapter bind `{ns_role}` to \
-                         its identity, so nothing binds it: bind it in each namespace the grants' \
-                         patterns name, or add {{role: {ns_role}, subjects: [its identity]}} there"
-                    ));
-                    format!(
-                        "# The grants do not let the adapter bind it (kubernetes.objects.role_bindings): bind it\n\
-                         # (RoleBinding `{name}`) in each such namespace. Never cluster-wide.\n"
-                    )
-                };
-                doc.push_str(
-                    "# Inside the namespaces the grants name by pattern, and the ones those patterns match.\n",
-                );
-                doc.push_str(&bound);
-                doc += &role(
-                    "ClusterRole",
-                    &ns_role,
-                    None,
-                    &role_rules(grants, &plan, &home, &[]),
-                );
+                doc += &namespace_role(grants, &plan, &home, options, &ns_role, &mut notes);
                 docs.push(doc);
             }
             Home::Role(ns) => {

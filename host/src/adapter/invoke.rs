@@ -1,22 +1,35 @@
-//! The call pipeline: every export core calls, on a pooled instance, a
-//! dedicated one or an exec session's, runs through [`Adapter::pipeline`]:
-//! a span, then the body (admission and a lease, the guarded run, its
-//! classification), then the record — the span's outcome and the
+//! The call pipeline. Every guest call the host makes runs through here,
+//! top-down: core's calls on a pooled instance, a dedicated one (watch,
+//! exec) or an exec session's, and the load's own (instantiate, `info`,
+//! `configure`). A call gets a span ([`Adapter::pipeline`]), the
+//! quarantine's admission and a lease (an idle instance, or one made by
+//! [`create`]), the guarded run ([`run`]), the classification of a failure
+//! (`classify.rs`), and the record: the span's outcome, the metrics and the
 //! quarantine's fault count.
+//!
+//! Two mechanisms stop a guest call: the tokio side (a deadline or a
+//! cancellation while the guest waits in a host import) and the epoch hook
+//! (the same, while the guest computes and never enters the host). Either
+//! way the store may be mid-call, so its instance is poisoned and never
+//! reused. A third is not ours: the caller dropping the call's future.
+//! Nothing runs then, so the instance is marked in-call before the call and
+//! unmarked after it, and a lease that ends with the mark set discards it.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use wasmtime::Store;
 
 use super::Adapter;
+use super::classify::{classify, deadline_error};
+use crate::bindings::v0_1::KubernetesAdapter;
 use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
 use crate::call::CallContext;
 use crate::error::CallError;
-use crate::runtime::pool::Lease;
-use crate::runtime::runner;
-use crate::runtime::state::HostState;
+use crate::runtime::pool::{Factory, Instance, Lease, sleep_until_opt};
+use crate::runtime::state::{ActiveCall, CANCEL_GRACE, HostState};
 use crate::types::Error;
 
 /// Where a call's instance comes from.
@@ -79,7 +92,7 @@ impl Adapter {
             if after == After::Discard {
                 lease.discard_after();
             }
-            let r = runner::run_timed(
+            let r = run_timed(
                 lease.instance(),
                 &self.inner.identity.name,
                 method,
@@ -117,7 +130,7 @@ impl Adapter {
             let mut lease = self
                 .lease(method, Instances::Dedicated, deadline, timeout, cancel)
                 .await?;
-            let r = runner::run(
+            let r = run(
                 lease.instance(),
                 &self.inner.identity.name,
                 method,
@@ -149,14 +162,18 @@ impl Adapter {
         from: Instances,
         deadline: Option<Instant>,
         timeout: Option<std::time::Duration>,
-        cancel: &crate::CancellationToken,
+        cancel: &CancellationToken,
     ) -> Result<Lease, CallError> {
         self.inner.breaker.admit(&self.inner.identity.name)?;
         let pool = &self.inner.pool;
+        // Boxed: making an instance is the rare path, and its future
+        // (instantiate, then configure) inline made every call's future
+        // kilobytes larger, moved on every call.
+        let make = async || Box::pin(create(&pool.factory, deadline, cancel)).await;
         match from {
-            Instances::Pooled => pool.lease(method, deadline, timeout, cancel).await,
+            Instances::Pooled => pool.lease(method, deadline, timeout, cancel, make).await,
             Instances::Dedicated => {
-                pool.lease_dedicated(method, deadline, timeout, cancel)
+                pool.lease_dedicated(method, deadline, timeout, cancel, make)
                     .await
             }
         }
@@ -210,4 +227,186 @@ impl Adapter {
             Err(e) => Err(host_err(format!("the output writer task failed: {e}"))),
         }
     }
+}
+
+/// Instantiates a new, unconfigured instance within the deadline.
+pub(crate) async fn instantiate(
+    factory: &Factory,
+    deadline: Option<Instant>,
+    cancel: &CancellationToken,
+) -> Result<Instance, CallError> {
+    run_bare(
+        &factory.identity.name,
+        "instantiate",
+        factory.store(),
+        deadline,
+        cancel,
+        async |store: &mut Store<HostState>| factory.pre.instantiate_async(store).await,
+    )
+    .await
+}
+
+/// Instantiates and configures a new instance, within the call's deadline.
+pub(crate) async fn create(
+    factory: &Factory,
+    deadline: Option<Instant>,
+    cancel: &CancellationToken,
+) -> Result<Instance, CallError> {
+    let mut inst = instantiate(factory, deadline, cancel).await?;
+    let config = factory.config.clone();
+    run(
+        &mut inst,
+        &factory.identity.name,
+        "configure",
+        deadline,
+        cancel,
+        async move |g, s| g.call_configure(s, &config).await,
+    )
+    .await
+    .map_err(|e| match e {
+        // The configuration was accepted at load; a fresh instance that
+        // refuses it is the adapter's fault, not the caller's input.
+        CallError::Adapter(a) => CallError::Host {
+            adapter: factory.identity.name.clone(),
+            method: "configure",
+            message: format!(
+                "a new instance refused the configuration the adapter was loaded with: {}: {}",
+                a.kind(),
+                a.message()
+            ),
+        },
+        other => other,
+    })?;
+    Ok(inst)
+}
+
+/// Resolves [`CANCEL_GRACE`] after the token is cancelled.
+async fn cancelled_then_grace(cancel: &CancellationToken) {
+    cancel.cancelled().await;
+    tokio::time::sleep(CANCEL_GRACE).await;
+}
+
+/// Runs `f` on a bare store (instantiation), making it an instance.
+async fn run_bare(
+    adapter: &str,
+    method: &'static str,
+    mut store: Store<HostState>,
+    deadline: Option<Instant>,
+    cancel: &CancellationToken,
+    f: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<KubernetesAdapter>,
+) -> Result<Instance, CallError> {
+    let timeout = remaining(deadline);
+    match guarded(&mut store, adapter, method, deadline, timeout, cancel, f).await {
+        Ok(bindings) => Ok(Instance::new(store, bindings)),
+        Err((e, _)) => Err(e),
+    }
+}
+
+/// How long until `deadline`, for error messages.
+fn remaining(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| d.saturating_duration_since(Instant::now()))
+}
+
+/// Runs one export call on an instance. The adapter's own error is passed
+/// through; anything else poisons the instance.
+pub(crate) async fn run<R>(
+    inst: &mut Instance,
+    adapter: &str,
+    method: &'static str,
+    deadline: Option<Instant>,
+    cancel: &CancellationToken,
+    f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
+) -> Result<R, CallError> {
+    let timeout = remaining(deadline);
+    run_timed(inst, adapter, method, deadline, timeout, cancel, f).await
+}
+
+/// [`run`] for a caller that knows the call's timeout already: one clock
+/// reading fewer on the path of every ordinary call.
+async fn run_timed<R>(
+    inst: &mut Instance,
+    adapter: &str,
+    method: &'static str,
+    deadline: Option<Instant>,
+    timeout: Option<Duration>,
+    cancel: &CancellationToken,
+    f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
+) -> Result<R, CallError> {
+    // Cleared below only if this future runs to completion: dropped before
+    // that, the instance is left marked and its lease discards it.
+    inst.in_call = true;
+    let Instance {
+        store, bindings, ..
+    } = inst;
+    let guest = bindings.pando_runtime_adapter();
+    let result = guarded(
+        store,
+        adapter,
+        method,
+        deadline,
+        timeout,
+        cancel,
+        async |s: &mut Store<HostState>| f(guest, s).await,
+    )
+    .await;
+    inst.in_call = false;
+    match result {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(CallError::Adapter(e)),
+        Err((e, poisoned)) => {
+            inst.poisoned |= poisoned;
+            Err(e)
+        }
+    }
+}
+
+/// The common part: set the call up on the store, race it against the
+/// deadline and cancellation, classify a failure. The flag says whether the
+/// instance must be dropped.
+async fn guarded<T>(
+    store: &mut Store<HostState>,
+    adapter: &str,
+    method: &'static str,
+    deadline: Option<Instant>,
+    timeout: Option<Duration>,
+    cancel: &CancellationToken,
+    f: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<T>,
+) -> Result<T, (CallError, bool)> {
+    store.data_mut().env.call = ActiveCall::new(deadline, cancel.clone());
+    // A crash is explained by what this call wrote, not an earlier one's.
+    store.data().stderr.clear_tail();
+    store.set_epoch_deadline(1);
+
+    let outcome = {
+        let call = f(&mut *store);
+        tokio::select! {
+            biased;
+            r = call => Some(r),
+            () = sleep_until_opt(deadline) => None,
+            () = cancelled_then_grace(cancel) => None,
+        }
+    };
+    let stopped = store.data().env.call.stopped;
+    store.data_mut().env.call.finish();
+
+    let err = match outcome {
+        Some(Ok(v)) => return Ok(v),
+        Some(Err(e)) => e,
+        // The host side gave up while the guest waited in an import.
+        None => {
+            let e = if cancel.is_cancelled() {
+                CallError::Cancelled {
+                    adapter: adapter.into(),
+                    method,
+                }
+            } else {
+                deadline_error(adapter, method, timeout)
+            };
+            return Err((e, true));
+        }
+    };
+    Err((
+        classify(store, adapter, method, stopped, timeout, err),
+        true,
+    ))
 }

@@ -363,100 +363,32 @@ impl State {
     }
 
     fn register(self, r: &mut Registry) {
-        r.register(
-            "adapter_instances_idle",
-            "Configured instances idle in the pool",
-            self.idle,
-        );
-        r.register(
-            "adapter_instances_made",
-            "Instances made for calls since the load (the load's own not counted)",
-            self.made,
-        );
-        r.register(
-            "adapter_instances_discarded",
-            "Instances dropped rather than pooled: faulted, cut mid-call, holding streams, past their quota, or over max_idle",
-            self.discarded,
-        );
-        r.register(
-            "adapter_quarantined",
-            "1 while the adapter is quarantined after repeated faults",
-            self.quarantined,
-        );
-        r.register(
-            "adapter_held_bytes",
-            "Bytes the host holds for the adapter in stream buffers",
-            self.held_bytes,
-        );
-        r.register(
-            "adapter_held_bytes_limit",
-            "limits.stream_buffer_bytes",
-            self.held_bytes_limit,
-        );
-        r.register(
-            "adapter_held_streams",
-            "Streams and sessions the adapter has open",
-            self.held_streams,
-        );
-        r.register(
-            "adapter_held_streams_limit",
-            "limits.max_streams",
-            self.held_streams_limit,
-        );
-        r.register(
-            "kubernetes_requests_denied",
-            "Kubernetes requests the grants denied, by verb and resource",
-            self.denied,
-        );
-        r.register(
-            "kubernetes_grant_rule_uses",
-            "Requests each grant rule allowed, by the rule's index in the grants",
-            self.rule_uses,
-        );
-        r.register(
-            "adapter_limit_refusals",
-            "Requests and streams a host limit refused, by the limit's field",
-            self.refusals,
-        );
-        r.register(
-            "kubernetes_throttled_requests",
-            "Kubernetes requests that waited for the rate budget",
-            self.throttled,
-        );
-        r.register(
-            "kubernetes_throttle_wait_seconds",
-            "Time Kubernetes requests spent waiting for the rate budget, in all",
-            self.throttle_wait,
-        );
-        r.register(
-            "cache_objects",
-            "Objects the watch-fed cache holds",
-            self.cache_objects,
-        );
-        r.register(
-            "cache_bytes",
-            "Bytes the watch-fed cache holds, as counted against its budget",
-            self.cache_bytes,
-        );
-        r.register(
-            "cache_age_seconds",
-            "Seconds since the store last heard from the API server",
-            self.cache_age,
-        );
-        r.register(
-            "cache_serving",
-            "1 while the store answers reads (listed, watching, within its budget)",
-            self.cache_serving,
-        );
-        r.register(
-            "cache_over_budget",
-            "1 while the store is emptied for being over the cache's budget",
-            self.cache_over_budget,
-        );
-        r.register(
-            "cache_bytes_limit",
-            "CacheOptions::max_bytes",
-            self.cache_budget,
-        );
+        // name, help, metric: one line each, so the list reads as the page does.
+        macro_rules! register {
+            ($($name:literal, $help:literal, $field:ident;)*) => {
+                $(r.register($name, $help, self.$field);)*
+            };
+        }
+        register! {
+            "adapter_instances_idle", "Configured instances idle in the pool", idle;
+            "adapter_instances_made", "Instances made for calls since the load (the load's own not counted)", made;
+            "adapter_instances_discarded", "Instances dropped rather than pooled: faulted, cut mid-call, holding streams, past their quota, or over max_idle", discarded;
+            "adapter_quarantined", "1 while the adapter is quarantined after repeated faults", quarantined;
+            "adapter_held_bytes", "Bytes the host holds for the adapter in stream buffers", held_bytes;
+            "adapter_held_bytes_limit", "limits.stream_buffer_bytes", held_bytes_limit;
+            "adapter_held_streams", "Streams and sessions the adapter has open", held_streams;
+            "adapter_held_streams_limit", "limits.max_streams", held_streams_limit;
+            "kubernetes_requests_denied", "Kubernetes requests the grants denied, by verb and resource", denied;
+            "kubernetes_grant_rule_uses", "Requests each grant rule allowed, by the rule's index in the grants", rule_uses;
+            "adapter_limit_refusals", "Requests and streams a host limit refused, by the limit's field", refusals;
+            "kubernetes_throttled_requests", "Kubernetes requests that waited for the rate budget", throttled;
+            "kubernetes_throttle_wait_seconds", "Time Kubernetes requests spent waiting for the rate budget, in all", throttle_wait;
+            "cache_objects", "Objects the watch-fed cache holds", cache_objects;
+            "cache_bytes", "Bytes the watch-fed cache holds, as counted against its budget", cache_bytes;
+            "cache_age_seconds", "Seconds since the store last heard from the API server", cache_age;
+            "cache_serving", "1 while the store answers reads (listed, watching, within its budget)", cache_serving;
+            "cache_over_budget", "1 while the store is emptied for being over the cache's budget", cache_over_budget;
+            "cache_bytes_limit", "CacheOptions::max_bytes", cache_budget;
+        }
     }
 }

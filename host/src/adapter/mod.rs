@@ -6,7 +6,8 @@
 //! cross as [`ByteStream`]s and writers; an exec session (`session.rs`)
 //! keeps an instance of its own for its life.
 
-mod invoke;
+mod classify;
+pub(crate) mod invoke;
 pub(crate) mod metrics;
 #[doc(hidden)]
 pub use raw::RawInstance;

@@ -22,12 +22,9 @@ impl Adapter {
     /// bench's raw baseline.
     #[doc(hidden)]
     pub async fn raw_instance(&self) -> Result<RawInstance, CallError> {
-        let instance = self
-            .inner
-            .pool
-            .factory
-            .create(None, &CancellationToken::new())
-            .await?;
+        let instance =
+            super::invoke::create(&self.inner.pool.factory, None, &CancellationToken::new())
+                .await?;
         Ok(RawInstance { instance })
     }
 }

@@ -6,11 +6,11 @@ use wasmtime::component::{Resource, ResourceAny};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use super::Adapter;
+use super::invoke::run;
 use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
 use crate::call::CallContext;
 use crate::error::CallError;
 use crate::runtime::pool::Lease;
-use crate::runtime::runner;
 use crate::runtime::state::HostState;
 use crate::streams::{ByteSink, ByteStream};
 use crate::types::{Error, TerminalSize};
@@ -50,7 +50,7 @@ impl ExecSession {
             .pipeline(
                 method,
                 std::time::Instant::now(),
-                runner::run(
+                run(
                     lease.instance(),
                     &adapter.inner.identity.name,
                     method,

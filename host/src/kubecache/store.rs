@@ -293,81 +293,104 @@ impl State {
                     budget.give(bytes);
                 }
                 self.relisting = Some((BTreeMap::new(), 0));
+                true
             }
-            Ok(Event::InitApply(obj)) => {
-                self.see(&obj);
-                let Some((key, entry)) = self.encode(&obj) else {
-                    return true;
-                };
-                let cost = entry.cost(&key);
-                if !budget.take(cost) {
-                    return self.over(kind, budget);
-                }
-                if let Some((list, bytes)) = self.relisting.as_mut() {
-                    *bytes += cost;
-                    if let Some(old) = list.insert(key.clone(), entry) {
-                        let freed = old.cost(&key);
-                        *bytes -= freed;
-                        budget.give(freed);
-                    }
-                } else {
-                    budget.give(cost);
-                }
-            }
+            Ok(Event::InitApply(obj)) => self.relisted(kind, budget, &obj),
             Ok(Event::InitDone) => {
-                if let Some((list, bytes)) = self.relisting.take() {
-                    budget.give(self.bytes);
-                    self.objects = list;
-                    self.bytes = bytes;
-                }
-                self.synced = true;
-                self.heard = Instant::now();
-                tracing::debug!(
-                    kind,
-                    objects = self.objects.len(),
-                    bytes = self.bytes,
-                    "cache store listed"
-                );
+                self.listed(kind, budget);
+                true
             }
-            Ok(Event::Apply(obj)) => {
-                self.see(&obj);
-                self.heard = Instant::now();
-                let Some((key, entry)) = self.encode(&obj) else {
-                    return true;
-                };
-                let cost = entry.cost(&key);
-                if !budget.take(cost) {
-                    return self.over(kind, budget);
-                }
-                self.bytes += cost;
-                if let Some(old) = self.objects.insert(key.clone(), entry) {
-                    let freed = old.cost(&key);
-                    self.bytes -= freed;
-                    budget.give(freed);
-                }
-            }
+            Ok(Event::Apply(obj)) => self.applied(kind, budget, &obj),
             Ok(Event::Delete(obj)) => {
-                self.see(&obj);
-                self.heard = Instant::now();
-                let meta = obj.meta();
-                let key: Key = (
-                    meta.namespace.as_deref().unwrap_or("").into(),
-                    meta.name.as_deref().unwrap_or("").into(),
-                );
-                if let Some(old) = self.objects.remove(&key) {
-                    let freed = old.cost(&key);
-                    self.bytes -= freed;
-                    budget.give(freed);
-                }
+                self.deleted(budget, &obj);
+                true
             }
             Err(e) => {
                 // The store stays as it was, older by the minute: until the
                 // re-list, reads go to the API server.
                 self.synced = false;
                 tracing::warn!(kind, error = %e, "cache watch failed; reads go to the API server until it has listed again");
+                true
             }
         }
+    }
+
+    /// An object of a re-list, into the list that replaces the store once
+    /// it is complete.
+    fn relisted<K: Resource + Serialize>(&mut self, kind: &str, budget: &Budget, obj: &K) -> bool {
+        self.see(obj);
+        let Some((key, entry)) = self.encode(obj) else {
+            return true;
+        };
+        let cost = entry.cost(&key);
+        if !budget.take(cost) {
+            return self.over(kind, budget);
+        }
+        if let Some((list, bytes)) = self.relisting.as_mut() {
+            *bytes += cost;
+            if let Some(old) = list.insert(key.clone(), entry) {
+                let freed = old.cost(&key);
+                *bytes -= freed;
+                budget.give(freed);
+            }
+        } else {
+            budget.give(cost);
+        }
         true
+    }
+
+    /// A re-list is complete: its list becomes the store.
+    fn listed(&mut self, kind: &str, budget: &Budget) {
+        if let Some((list, bytes)) = self.relisting.take() {
+            // The old store's bytes go back; the list's were taken as it came.
+            budget.give(self.bytes);
+            self.objects = list;
+            self.bytes = bytes;
+        }
+        self.synced = true;
+        self.heard = Instant::now();
+        tracing::debug!(
+            kind,
+            objects = self.objects.len(),
+            bytes = self.bytes,
+            "cache store listed"
+        );
+    }
+
+    /// An object created or changed.
+    fn applied<K: Resource + Serialize>(&mut self, kind: &str, budget: &Budget, obj: &K) -> bool {
+        self.see(obj);
+        self.heard = Instant::now();
+        let Some((key, entry)) = self.encode(obj) else {
+            return true;
+        };
+        let cost = entry.cost(&key);
+        if !budget.take(cost) {
+            return self.over(kind, budget);
+        }
+        self.bytes += cost;
+        if let Some(old) = self.objects.insert(key.clone(), entry) {
+            let freed = old.cost(&key);
+            self.bytes -= freed;
+            budget.give(freed);
+        }
+        true
+    }
+
+    /// An object deleted.
+    fn deleted<K: Resource>(&mut self, budget: &Budget, obj: &K) {
+        self.see(obj);
+        self.heard = Instant::now();
+        let meta = obj.meta();
+        let key: Key = (
+            meta.namespace.as_deref().unwrap_or("").into(),
+            meta.name.as_deref().unwrap_or("").into(),
+        );
+        if let Some(old) = self.objects.remove(&key) {
+            let freed = old.cost(&key);
+            self.bytes -= freed;
+            budget.give(freed);
+        }
     }
 
     /// Empties the store over the budget; false, to stop its watch.

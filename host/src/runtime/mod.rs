@@ -1,7 +1,8 @@
-//! What runs an adapter's code: the engine and its epoch ticker, the compile
-//! cache, the store's state (with its memory limiter and the guest's
-//! stderr), the pool of instances, the guarded run of one guest call, and
-//! the quarantine. It knows the capabilities only as
+//! What an adapter's code runs on: the engine and its epoch ticker, the
+//! compile cache, the store's state (with its memory limiter and the guest's
+//! stderr), the pool of instances, and the quarantine. It runs no guest code
+//! itself: every guest call, a new instance's included, is made by the call
+//! pipeline above it (`adapter/invoke.rs`). It knows the capabilities only as
 //! [`crate::capability::Shared`] and [`crate::capability::Instances`]: what
 //! they lend is theirs. Nothing in `capability/` imports this module.
 
@@ -9,6 +10,5 @@ pub(crate) mod breaker;
 pub mod cache;
 pub(crate) mod engine;
 pub(crate) mod pool;
-pub(crate) mod runner;
 pub(crate) mod state;
 pub(crate) mod stderr;

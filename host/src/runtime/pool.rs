@@ -22,8 +22,15 @@ use crate::capability::held::HeldBudget;
 use crate::error::CallError;
 use crate::limits::Limits;
 use crate::runtime::engine::SharedEngine;
-use crate::runtime::runner;
 use crate::runtime::state::{HostState, Identity};
+
+/// Sleeps until the deadline, or forever without one.
+pub(crate) async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
 
 /// One configured instance.
 pub(crate) struct Instance {
@@ -79,7 +86,7 @@ impl Factory {
     }
 
     /// A fresh store with its limits and deadline hook.
-    fn store(&self) -> Store<HostState> {
+    pub(crate) fn store(&self) -> Store<HostState> {
         let state = HostState::new(
             self.identity.clone(),
             &self.limits,
@@ -111,58 +118,6 @@ impl Factory {
     pub(crate) fn with_identity(mut self, identity: Arc<Identity>) -> Self {
         self.identity = identity;
         self
-    }
-
-    /// Instantiates a new, unconfigured instance within the deadline.
-    pub(crate) async fn instantiate(
-        &self,
-        deadline: Option<Instant>,
-        cancel: &CancellationToken,
-    ) -> Result<Instance, CallError> {
-        runner::run_bare(
-            &self.identity.name,
-            "instantiate",
-            self.store(),
-            deadline,
-            cancel,
-            async |store: &mut Store<HostState>| self.pre.instantiate_async(store).await,
-        )
-        .await
-    }
-
-    /// Instantiates and configures a new instance, within the call's
-    /// deadline.
-    pub(crate) async fn create(
-        &self,
-        deadline: Option<Instant>,
-        cancel: &CancellationToken,
-    ) -> Result<Instance, CallError> {
-        let mut inst = self.instantiate(deadline, cancel).await?;
-        let config = self.config.clone();
-        runner::run(
-            &mut inst,
-            &self.identity.name,
-            "configure",
-            deadline,
-            cancel,
-            async move |g, s| g.call_configure(s, &config).await,
-        )
-        .await
-        .map_err(|e| match e {
-            // The configuration was accepted at load; a fresh instance that
-            // refuses it is the adapter's fault, not the caller's input.
-            CallError::Adapter(a) => CallError::Host {
-                adapter: self.identity.name.clone(),
-                method: "configure",
-                message: format!(
-                    "a new instance refused the configuration the adapter was loaded with: {}: {}",
-                    a.kind(),
-                    a.message()
-                ),
-            },
-            other => other,
-        })?;
-        Ok(inst)
     }
 }
 
@@ -245,32 +200,37 @@ impl Pool {
     }
 
     /// Leases an instance for an ordinary call, waiting (within the deadline)
-    /// while every instance is busy.
+    /// while every instance is busy; `make` makes one when none is idle.
     pub(crate) async fn lease(
         self: &Arc<Self>,
         method: &'static str,
         deadline: Option<Instant>,
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
+        make: impl AsyncFnOnce() -> Result<Instance, CallError>,
     ) -> Result<Lease, CallError> {
-        self.lease_from(Budget::Ordinary, method, deadline, timeout, cancel)
+        self.lease_from(Budget::Ordinary, method, deadline, timeout, cancel, make)
             .await
     }
 
-    /// A fresh instance for a long-running call, never returned to the pool.
+    /// A fresh instance, made by `make`, for a long-running call, never
+    /// returned to the pool.
     pub(crate) async fn lease_dedicated(
         self: &Arc<Self>,
         method: &'static str,
         deadline: Option<Instant>,
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
+        make: impl AsyncFnOnce() -> Result<Instance, CallError>,
     ) -> Result<Lease, CallError> {
-        self.lease_from(Budget::LongRunning, method, deadline, timeout, cancel)
+        self.lease_from(Budget::LongRunning, method, deadline, timeout, cancel, make)
             .await
     }
 
     /// A permit from `budget`, then an idle instance (when `pooled`) or a
-    /// new one; only a pooled lease goes back to the pool.
+    /// new one from `make`; only a pooled lease goes back to the pool. The
+    /// pool does not run guest code itself: making an instance is a guest
+    /// call, which the pipeline above it guards.
     async fn lease_from(
         self: &Arc<Self>,
         budget: Budget,
@@ -278,6 +238,7 @@ impl Pool {
         deadline: Option<Instant>,
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
+        make: impl AsyncFnOnce() -> Result<Instance, CallError>,
     ) -> Result<Lease, CallError> {
         let pooled = budget == Budget::Ordinary;
         let permit = self
@@ -291,10 +252,7 @@ impl Pool {
         let instance = match idle {
             Some(i) => i,
             None => {
-                // Boxed: making an instance is the rare path, and its future
-                // (instantiate, then configure) inline made every call's
-                // future kilobytes larger, moved on every call.
-                let made = Box::pin(self.factory.create(deadline, cancel)).await?;
+                let made = make().await?;
                 self.made.fetch_add(1, Ordering::Relaxed);
                 Box::new(made)
             }
@@ -324,7 +282,7 @@ impl Pool {
         if let Ok(permit) = self.budget(budget).0.clone().try_acquire_owned() {
             return Ok(permit);
         }
-        // The wait, boxed for the same reason as `create` above.
+        // The wait, boxed: a rare path, kept out of every call's future.
         Box::pin(self.wait_for_permit(budget, method, deadline, timeout, cancel)).await
     }
 
@@ -352,8 +310,7 @@ impl Pool {
         let wait = sem.clone().acquire_owned();
         // A default timeout too large for the clock bounds nothing, as a
         // call's own deadline would not (`CallContext::deadline`).
-        let expired =
-            runner::sleep_until_opt(deadline.or_else(|| Instant::now().checked_add(waited)));
+        let expired = sleep_until_opt(deadline.or_else(|| Instant::now().checked_add(waited)));
         tokio::select! {
             p = wait => p.map_err(|_| CallError::Host {
                 adapter,

@@ -1,5 +1,6 @@
 //! The one admission every Kubernetes request takes before it may reach
-//! the API server, in order: the body cap (`send` only), parse and
+//! the API server, in order: the body cap and what `send` is not for
+//! (`send` only), parse and
 //! canonicalize (`grants::request`), count it (`requests`), check it against
 //! the grants (`grants::check`), for a PersistentVolume the claim it is
 //! bound to (one read, on the rate budget), record the decision in the
@@ -7,7 +8,7 @@
 //! budget as a request would, so a storm of denials is throttled too.
 
 use super::{KubeContext, audit};
-use crate::bindings::v0_1::pando::runtime::kubernetes::{ApiError, Denial};
+use crate::bindings::v0_1::pando::runtime::kubernetes::{ApiError, Denial, Method, Request};
 use crate::grants::check::Decision;
 use crate::grants::request::{self, ApiRequest, ApiTarget, Verb};
 
@@ -20,7 +21,7 @@ pub(crate) fn denial_message(e: &ApiError) -> String {
 }
 
 /// Refuses a body over `cap` bytes, saying how to raise the cap.
-pub(crate) fn check_body(body: Option<&[u8]>, cap: u64) -> Result<(), ApiError> {
+fn check_body(body: Option<&[u8]>, cap: u64) -> Result<(), ApiError> {
     match body {
         Some(body) if body.len() as u64 > cap => Err(ApiError::TooLarge(format!(
             "the request body is {} bytes, over this adapter's cap of {cap} bytes; nothing was \
@@ -32,7 +33,81 @@ pub(crate) fn check_body(body: Option<&[u8]>, cap: u64) -> Result<(), ApiError> 
     }
 }
 
+/// The grammar's method of a request.
+fn request_method(m: Method) -> request::Method {
+    match m {
+        Method::Get => request::Method::Get,
+        Method::Post => request::Method::Post,
+        Method::Put => request::Method::Put,
+        Method::Patch => request::Method::Patch,
+        Method::Delete => request::Method::Delete,
+    }
+}
+
+/// The name an object body gives itself, for grants on creates. Only
+/// `metadata.name` is kept: serde skips every other field without building
+/// it, so a body costs no tree of values, whatever its shape.
+pub(crate) fn body_name(body: Option<&[u8]>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        metadata: Option<Metadata>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        name: Option<String>,
+    }
+    let object: Object = serde_json::from_slice(body?).ok()?;
+    object.metadata?.name
+}
+
 impl KubeContext {
+    /// Admits a `send`: the body cap before anything reads the body, then
+    /// [`KubeContext::admit`], then what `send` is not for (a watch, a
+    /// streaming subresource).
+    pub(crate) async fn admit_send(
+        &self,
+        audit: &audit::Audit<'_>,
+        req: &Request,
+    ) -> Result<ApiRequest, ApiError> {
+        // The cap first: an oversized body costs the host nothing more than
+        // the copy wasmtime made of the guest's argument.
+        if let Err(e) = check_body(req.body.as_deref(), self.max_body) {
+            audit.denied(None, &denial_message(&e));
+            self.usage.record_limit("kubernetes.max_body_bytes");
+            // Refusals cost what requests cost (see `admit`).
+            self.limiter.acquire().await;
+            return Err(e);
+        }
+        // Only a create is matched by its body's name.
+        let name = match req.method {
+            Method::Post => body_name(req.body.as_deref()),
+            _ => None,
+        };
+        let method = request_method(req.method);
+        let parsed = self
+            .admit(audit, method, &req.path, &req.query, name.as_deref())
+            .await?;
+        let refuse = |msg: String| {
+            audit.denied(Some(&parsed), &msg);
+            Err(ApiError::InvalidRequest(msg))
+        };
+        if let ApiRequest::Resource { verb, target } = &parsed {
+            if *verb == Verb::Watch {
+                return refuse("a watch goes through the `watch` function, not `send`".into());
+            }
+            if matches!(
+                target.subresource.as_deref(),
+                Some("exec" | "attach" | "portforward" | "proxy")
+            ) {
+                return refuse(format!(
+                    "`{}` is a streaming subresource: use the `exec` function",
+                    target.grant_spelling()
+                ));
+            }
+        }
+        Ok(parsed)
+    }
+
     /// Parses and canonicalizes a request, then checks it against the
     /// grants; a refusal is audited and answered here.
     pub(crate) async fn admit(
@@ -142,5 +217,32 @@ impl KubeContext {
                     .into(),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_body_cap_names_itself_and_how_to_raise_it() {
+        assert!(check_body(None, 0).is_ok());
+        assert!(check_body(Some(b"12345"), 5).is_ok());
+        match check_body(Some(b"123456"), 5) {
+            Err(ApiError::TooLarge(m)) => {
+                assert!(m.contains("6 bytes") && m.contains("cap of 5 bytes"), "{m}");
+                assert!(m.contains("kubernetes.max_body_bytes"), "{m}");
+            }
+            other => panic!("expected too-large, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_create_is_named_by_its_metadata_whatever_else_the_body_holds() {
+        let body = br#"{"kind":"ConfigMap","data":[[1,2],{"a":null}],"metadata":{"labels":{"x":"y"},"name":"web"}}"#;
+        assert_eq!(body_name(Some(body)).as_deref(), Some("web"));
+        assert_eq!(body_name(Some(br#"{"metadata":{}}"#)), None);
+        assert_eq!(body_name(Some(b"not json")), None);
+        assert_eq!(body_name(None), None);
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, DynPollable, subscribe};
 
+use super::audit::Audit;
 use super::{ExecSession, KubeContext, Kubernetes, WatchStream};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ExecRequest, Host, HostExecSession, HostWatchStream, LogRequest, Request, Response,
@@ -62,11 +63,18 @@ impl Host for View<'_, Kubernetes> {
         let Some(kube) = self.this.clone() else {
             return Ok(Err(no_cluster()));
         };
-        Ok(bounded(
-            self.env.call.cancel.clone(),
-            kube.send(&self.env.identity.name, request, self.env.call.deadline),
-        )
-        .await)
+        let (adapter, deadline) = (&self.env.identity.name, self.env.call.deadline);
+        let send = async {
+            let path = request.path.clone();
+            let audit = Audit::start(&kube.denial_runs, adapter, "send", &path);
+            // The admission (`admission.rs`): the body cap, parse, count, the
+            // grant decision; then what an admitted request takes
+            // (`send.rs`): the cache, the budgets, the object rules, the
+            // exchange.
+            let parsed = kube.admit_send(&audit, &request).await?;
+            kube.send(&audit, parsed, request, deadline).await
+        };
+        Ok(bounded(self.env.call.cancel.clone(), send).await)
     }
 
     async fn watch(

@@ -11,7 +11,7 @@
 //! is also checked for what it would produce, against the object rules
 //! (`writes`, `grants::objects`).
 
-mod admission;
+pub(crate) mod admission;
 mod audit;
 mod exec;
 mod lend;

@@ -1,4 +1,4 @@
-//! `send`: one request, one answer.
+//! `send`: one request, one answer, once `admission.rs` has admitted it.
 //!
 //! Within the call's time: a request that has no answer shortly before the
 //! call's deadline ([`answer_by`]) is given up as `timeout`, so the guest
@@ -25,14 +25,13 @@ use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt;
 
-use super::admission::check_body;
 use super::audit::Audit;
 use super::writes::Policed;
 use super::{KubeContext, MAX_RESPONSE_BYTES, denial_message};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ContentType, Denial, Method, Request, Response,
 };
-use crate::grants::request::{self, ApiRequest, Verb};
+use crate::grants::request::ApiRequest;
 
 /// Headers a client acts on; the rest stay in the host.
 const KEPT_HEADERS: &[&str] = &["content-type", "retry-after", "warning", "audit-id"];
@@ -95,13 +94,14 @@ fn content_type(ct: Option<ContentType>) -> &'static str {
     }
 }
 
-pub(crate) fn method(m: Method) -> (request::Method, http::Method) {
+/// The HTTP method of a request.
+fn http_method(m: Method) -> http::Method {
     match m {
-        Method::Get => (request::Method::Get, http::Method::GET),
-        Method::Post => (request::Method::Post, http::Method::POST),
-        Method::Put => (request::Method::Put, http::Method::PUT),
-        Method::Patch => (request::Method::Patch, http::Method::PATCH),
-        Method::Delete => (request::Method::Delete, http::Method::DELETE),
+        Method::Get => http::Method::GET,
+        Method::Post => http::Method::POST,
+        Method::Put => http::Method::PUT,
+        Method::Patch => http::Method::PATCH,
+        Method::Delete => http::Method::DELETE,
     }
 }
 
@@ -117,35 +117,19 @@ pub(crate) fn uri(path: &str, query: &[(String, String)]) -> String {
     format!("{path}?{}", q.finish())
 }
 
-/// The name an object body gives itself, for grants on creates. Only
-/// `metadata.name` is kept: serde skips every other field without building
-/// it, so a body costs no tree of values, whatever its shape.
-pub(crate) fn body_name(body: Option<&[u8]>) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Object {
-        metadata: Option<Metadata>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Metadata {
-        name: Option<String>,
-    }
-    let object: Object = serde_json::from_slice(body?).ok()?;
-    object.metadata?.name
-}
-
 impl KubeContext {
-    /// Checks, throttles, sends and audits one request, answered before
-    /// the call's `deadline` (see the module doc).
+    /// Sends one request admitted by [`KubeContext::admit_send`]: the
+    /// cache's answer if it has one, else within the rate and write budgets
+    /// and the object rules, answered before the call's `deadline` (see the
+    /// module doc), and audited.
     pub(crate) async fn send(
         &self,
-        adapter: &str,
+        audit: &Audit<'_>,
+        parsed: ApiRequest,
         req: Request,
         deadline: Option<Instant>,
     ) -> Result<Response, ApiError> {
-        let path = req.path.clone();
-        let audit = Audit::start(&self.denial_runs, adapter, "send", &path);
-        let parsed = self.admit_send(&audit, &req).await?;
-        if let Some(hit) = self.cached(&audit, &parsed, &req) {
+        if let Some(hit) = self.cached(audit, &parsed, &req) {
             return Ok(hit);
         }
         let throttled = self.limiter.acquire().await;
@@ -156,50 +140,8 @@ impl KubeContext {
             audit.denied(Some(&parsed), &denial_message(&e));
             return Err(e);
         }
-        self.send_policed(&audit, &parsed, req, answer_by, throttled)
+        self.send_policed(audit, &parsed, req, answer_by, throttled)
             .await
-    }
-
-    /// The body cap, the admission, and what `send` is not for.
-    async fn admit_send(&self, audit: &Audit<'_>, req: &Request) -> Result<ApiRequest, ApiError> {
-        let (pm, _) = method(req.method);
-        // The cap before anything reads the body (the name of a create, the
-        // object rules): an oversized body costs the host nothing more than
-        // the copy wasmtime made of the guest's argument.
-        if let Err(e) = check_body(req.body.as_deref(), self.max_body) {
-            audit.denied(None, &denial_message(&e));
-            self.usage.record_limit("kubernetes.max_body_bytes");
-            // Refusals cost what requests cost (see `admit`).
-            self.limiter.acquire().await;
-            return Err(e);
-        }
-        // Only a create is matched by its body's name.
-        let name = match req.method {
-            Method::Post => body_name(req.body.as_deref()),
-            _ => None,
-        };
-        let parsed = self
-            .admit(audit, pm, &req.path, &req.query, name.as_deref())
-            .await?;
-        let refuse = |msg: String| {
-            audit.denied(Some(&parsed), &msg);
-            Err(ApiError::InvalidRequest(msg))
-        };
-        if let ApiRequest::Resource { verb, target } = &parsed {
-            if *verb == Verb::Watch {
-                return refuse("a watch goes through the `watch` function, not `send`".into());
-            }
-            if matches!(
-                target.subresource.as_deref(),
-                Some("exec" | "attach" | "portforward" | "proxy")
-            ) {
-                return refuse(format!(
-                    "`{}` is a streaming subresource: use the `exec` function",
-                    target.grant_spelling()
-                ));
-            }
-        }
-        Ok(parsed)
     }
 
     /// The watch-fed cache's answer to a read, if it has one.
@@ -329,7 +271,7 @@ impl KubeContext {
         req: &Request,
         answer_by: Option<Instant>,
     ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), Failure> {
-        let (_, hm) = method(req.method);
+        let hm = http_method(req.method);
         let mut retries = 0;
         loop {
             let mut builder = http::Request::builder()
@@ -411,28 +353,6 @@ mod tests {
         assert_eq!(by, now + Duration::from_millis(300));
         // None left: at once.
         assert_eq!(answer_by(Some(now), now), Some(now));
-    }
-
-    #[test]
-    fn the_body_cap_names_itself_and_how_to_raise_it() {
-        assert!(check_body(None, 0).is_ok());
-        assert!(check_body(Some(b"12345"), 5).is_ok());
-        match check_body(Some(b"123456"), 5) {
-            Err(ApiError::TooLarge(m)) => {
-                assert!(m.contains("6 bytes") && m.contains("cap of 5 bytes"), "{m}");
-                assert!(m.contains("kubernetes.max_body_bytes"), "{m}");
-            }
-            other => panic!("expected too-large, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_create_is_named_by_its_metadata_whatever_else_the_body_holds() {
-        let body = br#"{"kind":"ConfigMap","data":[[1,2],{"a":null}],"metadata":{"labels":{"x":"y"},"name":"web"}}"#;
-        assert_eq!(body_name(Some(body)).as_deref(), Some("web"));
-        assert_eq!(body_name(Some(br#"{"metadata":{}}"#)), None);
-        assert_eq!(body_name(Some(b"not json")), None);
-        assert_eq!(body_name(None), None);
     }
 
     #[test]
