@@ -1,6 +1,6 @@
 //! `pando-host schema grants|plan|trial|limits`: the JSON Schema of each
 //! document the command line reads, for editors (`schemas/*.schema.json`
-//! holds what this prints; `cli/tests/cli_schema.rs` keeps them equal).
+//! holds what this prints; `cli/tests/all/schema.rs` keeps them equal).
 //!
 //! Grants and limits are read exactly as their types decode, so their
 //! schemas are the derived ones (with the grants' load-time checks written

@@ -6,7 +6,7 @@
 //! Each piece mirrors one check here; change them together. What a schema
 //! cannot say (`write_burst_bytes` at least `max_body_bytes`, a role named
 //! twice) is left to the load and said in the field's description.
-//! pando-cli's `cli_schema` tests hold the schema and the loader to the same
+//! pando-cli's `schema` tests hold the schema and the loader to the same
 //! answers on a corpus of documents.
 
 use schemars::{Schema, SchemaGenerator, json_schema};

@@ -1,10 +1,10 @@
-//! What every CLI test binary reads its runs with: the repository's root,
-//! the test adapter, a run's output as text, its exit code asserted.
-//! Each binary compiles this module and uses a part of it.
-#![allow(dead_code)]
+//! What the CLI tests run `pando-host` with: the repository's root, the
+//! test adapter, a command with a cache of its own, a run's output as text,
+//! its exit code asserted.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
 
 /// The repository's root, where `scripts/` and `target/` are.
 pub fn repo_root() -> PathBuf {
@@ -75,4 +75,58 @@ pub fn run_in_repo(args: &[&str]) -> std::process::Output {
         .stdin(std::process::Stdio::null())
         .output()
         .expect("pando-host runs")
+}
+
+/// A `pando-host` command with a cache dir of its own, the test adapter,
+/// and none of the caller's environment that the CLI reads.
+pub struct Cli {
+    cache: tempfile::TempDir,
+    adapter: PathBuf,
+}
+
+impl Cli {
+    /// With a cache of its own.
+    pub fn new() -> Cli {
+        Cli {
+            cache: tempfile::tempdir().expect("a temporary cache dir"),
+            adapter: test_adapter(),
+        }
+    }
+
+    /// The command, not yet run.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pando-host"));
+        cmd.arg("--cache-dir")
+            .arg(self.cache.path())
+            .args(args)
+            .env("PANDO_ADAPTER", &self.adapter)
+            .env_remove("PANDO_GRANTS")
+            .env_remove("PANDO_CONFIG")
+            .env_remove("KUBECONFIG")
+            .env_remove("RUST_LOG");
+        cmd
+    }
+
+    /// Runs to the end with empty stdin.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("pando-host runs")
+    }
+
+    /// Runs to the end with `input` as stdin.
+    pub fn run_with_stdin(&self, args: &[&str], input: &[u8]) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("pando-host starts");
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin.write_all(input).expect("writing stdin");
+        drop(stdin);
+        child.wait_with_output().expect("pando-host runs")
+    }
 }

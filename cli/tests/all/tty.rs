@@ -11,8 +11,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use rustix::termios::{self, LocalModes, Termios};
 
-mod common;
-use common::{interrupt, test_adapter};
+use crate::common::{interrupt, test_adapter};
 
 /// A pseudo-terminal: the controlling end and the terminal end.
 fn pty() -> (OwnedFd, OwnedFd) {

@@ -15,15 +15,14 @@ use pando_host::limits::Limits;
 use pando_host::types::{BundlePlan, TrialRequest};
 use serde_json::Value;
 
-mod common;
-use common::{assert_exit, repo_root, stderr, stdout};
+use crate::common::{assert_exit, repo_root, stderr, stdout};
 
 const DOCUMENTS: [&str; 4] = ["grants", "plan", "trial", "limits"];
 
 /// Runs `pando-host` in the repository's root, without the caller's
 /// environment.
 fn run(args: &[&str]) -> Output {
-    common::run_in_repo(args)
+    crate::common::run_in_repo(args)
 }
 
 fn schema_file(name: &str) -> PathBuf {

@@ -6,8 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-mod common;
-use common::{assert_exit, stdout, test_adapter};
+use crate::common::{assert_exit, stdout, test_adapter};
 
 /// Runs `pando-host` with a compile cache of its own and none of the
 /// caller's environment that the CLI reads.

@@ -4,8 +4,7 @@
 
 use std::process::{Command, Output, Stdio};
 
-mod common;
-use common::test_adapter;
+use crate::common::test_adapter;
 
 /// `pando-host ARGS` with stdout and stderr piped, `RUST_LOG=debug` (the
 /// engine's pool logs a line as the host is built) and no `NO_COLOR`.

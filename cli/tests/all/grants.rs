@@ -16,13 +16,12 @@ use kube::api::{DeleteParams, PostParams};
 use pando_tests::cluster::{self, Identity};
 use serde_json::{Value, json};
 
-mod common;
-use common::{repo_root, stderr, stdout};
+use crate::common::{repo_root, stderr, stdout};
 
 /// Runs `pando-host` in the repository's root, without the caller's
 /// environment.
 fn run(args: &[&str]) -> Output {
-    common::run_in_repo(args)
+    crate::common::run_in_repo(args)
 }
 
 #[test]

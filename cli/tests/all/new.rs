@@ -7,8 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-mod common;
-use common::{assert_exit, repo_root, stderr, stdout};
+use crate::common::{assert_exit, repo_root, stderr, stdout};
 
 /// `pando-host` with none of the caller's environment that the CLI reads.
 fn pando_host(cache: &Path) -> Command {
