@@ -41,8 +41,15 @@ const KEPT_HEADERS: &[&str] = &["content-type", "retry-after", "warning", "audit
 pub(crate) const ANSWER_MARGIN: Duration = Duration::from_millis(500);
 
 /// How many times a write conditioned on its checked version is checked
-/// and sent again when the object moved on in between, at most.
-pub(crate) const MAX_CONFLICT_RETRIES: u32 = 3;
+/// and sent again when the object moved on in between, at most: five
+/// attempts in all, as client-go's `retry.DefaultRetry` makes.
+pub(crate) const MAX_CONFLICT_RETRIES: u32 = 4;
+
+/// The wait before a write that met a newer version is checked again
+/// (client-go's `DefaultRetry` step). A controller writes an object's status
+/// in bursts (a Deployment's, once per pod that changes): retried at once,
+/// every attempt can land in the same burst.
+const CONFLICT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// How many times a throttled request is sent again, at most.
 pub(crate) const MAX_RETRIES: u32 = 10;
@@ -197,9 +204,14 @@ impl KubeContext {
                 req.body = original;
             }
             match outcome {
-                Ok((409, _, _)) if conditioned && conflicts < MAX_CONFLICT_RETRIES => {
+                Ok((409, _, _))
+                    if conditioned
+                        && conflicts < MAX_CONFLICT_RETRIES
+                        && answer_by.is_none_or(|by| Instant::now() + CONFLICT_BACKOFF < by) =>
+                {
                     conflicts += 1;
                     tracing::debug!(path = %req.path, conflicts, "the object moved on since its dry run; checking the write again");
+                    tokio::time::sleep(CONFLICT_BACKOFF).await;
                     self.limiter.acquire().await;
                 }
                 Ok(answer) => break answer,
