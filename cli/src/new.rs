@@ -12,6 +12,7 @@ use crate::failure::{Failure, Outcome};
 
 /// The template's source, grants, configuration and lock file.
 const TEMPLATE_LIB: &str = include_str!("../../examples/template-adapter/src/lib.rs");
+const TEMPLATE_OBJECTS: &str = include_str!("../../examples/template-adapter/src/objects.rs");
 const TEMPLATE_GRANTS: &str = include_str!("../../examples/template-adapter/grants.yaml");
 const TEMPLATE_CONFIG: &str = include_str!("../../examples/template-adapter/config.yaml");
 const TEMPLATE_LOCK: &str = include_str!("../../examples/template-adapter/Cargo.lock");
@@ -318,7 +319,8 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
          every method of `src/lib.rs`.\n\n\
          {sdk_line}\n\n\
          | file | what it is |\n|---|---|\n\
-         | `src/lib.rs` | the adapter |\n\
+         | `src/lib.rs` | the adapter: its methods |\n\
+         | `src/objects.rs` | what it makes and reads, as pure functions, with their unit tests |\n\
          | `grants.yaml` | what it may reach in Kubernetes through the host (deny by default) |\n\
          | `config.yaml` | its configuration |\n\
          | `rust-toolchain.toml` | the Rust toolchain Pando is tested with, with `wasm32-wasip2` |\n\
@@ -369,13 +371,14 @@ pub fn new(args: &NewArgs) -> Outcome {
         )));
     }
     let sdk = SdkSource::find();
-    let files: [(&str, String); 9] = [
+    let files: [(&str, String); 10] = [
         ("Cargo.toml", cargo_toml(&args.name, &sdk)),
         ("Cargo.lock", cargo_lock(&args.name)),
         ("rust-toolchain.toml", toolchain()),
         (".cargo/config.toml", CARGO_CONFIG.to_string()),
         (".gitignore", "/target\n".to_string()),
         ("src/lib.rs", lib_rs(&args.name)),
+        ("src/objects.rs", TEMPLATE_OBJECTS.to_string()),
         ("grants.yaml", TEMPLATE_GRANTS.to_string()),
         ("config.yaml", TEMPLATE_CONFIG.to_string()),
         ("README.md", readme(&args.name, &sdk)),
