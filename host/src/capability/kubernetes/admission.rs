@@ -1,10 +1,10 @@
 //! The one admission every Kubernetes request takes before it may reach
-//! the API server, in order: the body cap and what `send` is not for
-//! (`send` only), parse and
+//! the API server, in order: the body cap (`send` only), parse and
 //! canonicalize (`grants::request`), count it (`requests`), check it against
 //! the grants (`grants::check`), for a PersistentVolume the claim it is
 //! bound to (one read, on the rate budget), record the decision in the
-//! usage report, and audit a refusal. A refusal takes a token of the rate
+//! usage report, then what `send` is not for (a watch, a streaming
+//! subresource; `send` only), and audit a refusal. A refusal takes a token of the rate
 //! budget as a request would, so a storm of denials is throttled too.
 
 use super::{KubeContext, audit};
