@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use pando_host::types::{BundleEvent, ExecRequest, LogOptions, RunRequest, VolumeHandle, WatchEnd};
 use pando_host::{Adapter, CallContext, CallError, CancellationToken, Host, Limits, LoadOptions};
 use pando_tests::components;
+use pando_tests::memory::{self, mib, reset_peak, rss};
 use pando_tests::plans::{bundle, plan, wref};
 use tokio::sync::mpsc;
 
@@ -64,42 +65,9 @@ async fn count(a: &Adapter) -> u64 {
         .unwrap_or_else(|| panic!("unexpected reason {reason:?}"))
 }
 
-/// A field of `/proc/self/status`, in bytes (`VmRSS`, `VmHWM`).
-fn status_bytes(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let line = status
-        .lines()
-        .find(|l| l.starts_with(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in /proc/self/status"));
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unreadable {line:?}"));
-    kib * 1024
-}
-
-fn rss() -> u64 {
-    status_bytes("VmRSS")
-}
-
-/// Resets the peak resident size (`VmHWM`) to the current one; false when
-/// the kernel does not let us.
-fn reset_peak() -> bool {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open("/proc/self/clear_refs")
-        .and_then(|mut f| f.write_all(b"5"))
-        .is_ok()
-}
-
 /// The most the process's memory may grow during a test beyond what the
 /// adapters' own memory limits allow.
 const SLACK: u64 = 64 * MIB;
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / MIB as f64
-}
 
 // ---------------------------------------------------------------------------
 // Log output, counted: every test in this binary logs through a subscriber
@@ -241,7 +209,7 @@ async fn huge_return_values_cost_a_typed_error_and_bounded_memory() {
     drop(observed);
 
     let after = rss();
-    let peak = status_bytes("VmHWM");
+    let peak = memory::peak();
     eprintln!(
         "huge returns: RSS {:.1} MiB before, {:.1} MiB after, peak {:.1} MiB (peak tracked: {peak_tracked})",
         mib(before),
