@@ -278,6 +278,24 @@ impl Drop for Reflected {
     }
 }
 
+/// Puts `entry` (which cost `cost` of the budget) into `list`, counted in
+/// `bytes`; what the entry it replaces cost goes back to the budget.
+fn put(
+    list: &mut BTreeMap<Key, Entry>,
+    bytes: &mut u64,
+    key: Key,
+    entry: Entry,
+    cost: u64,
+    budget: &Budget,
+) {
+    *bytes += cost;
+    if let Some(old) = list.insert(key.clone(), entry) {
+        let freed = old.cost(&key);
+        *bytes -= freed;
+        budget.give(freed);
+    }
+}
+
 impl State {
     /// Applies one watcher event within `budget`; false when the store
     /// outgrew it and was emptied (the watch should stop).
@@ -326,15 +344,9 @@ impl State {
         if !budget.take(cost) {
             return self.over(kind, budget);
         }
-        if let Some((list, bytes)) = self.relisting.as_mut() {
-            *bytes += cost;
-            if let Some(old) = list.insert(key.clone(), entry) {
-                let freed = old.cost(&key);
-                *bytes -= freed;
-                budget.give(freed);
-            }
-        } else {
-            budget.give(cost);
+        match self.relisting.as_mut() {
+            Some((list, bytes)) => put(list, bytes, key, entry, cost, budget),
+            None => budget.give(cost),
         }
         true
     }
@@ -368,12 +380,7 @@ impl State {
         if !budget.take(cost) {
             return self.over(kind, budget);
         }
-        self.bytes += cost;
-        if let Some(old) = self.objects.insert(key.clone(), entry) {
-            let freed = old.cost(&key);
-            self.bytes -= freed;
-            budget.give(freed);
-        }
+        put(&mut self.objects, &mut self.bytes, key, entry, cost, budget);
         true
     }
 
