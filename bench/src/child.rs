@@ -55,6 +55,18 @@ pub enum Mode {
         /// How many instances.
         count: u64,
     },
+    /// Makes `calls` of kube-3rtt's host call (kube-probe's `flood:3`,
+    /// three GETs through the host's import) or, with `--native`, its
+    /// kube-rs twin, and prints the mean and the CPU time per call: one side
+    /// alone, to run under a profiler inside the test cluster's namespace
+    /// (`perf record -- pando-bench child kube-loop 3000`).
+    KubeLoop {
+        /// How many calls.
+        calls: u64,
+        /// The kube-rs twin instead of the host.
+        #[arg(long)]
+        native: bool,
+    },
     /// Grows the Kubernetes adapter's pool of idle configured instances to
     /// `small`, then to `large` (see `benches::memory`).
     Instances {
@@ -130,6 +142,9 @@ pub async fn run(mode: Mode) -> Result<()> {
         Mode::FreshLoop { count } => {
             let us = crate::benches::pool::profile_loop(count).await?;
             serde_json::to_string(&serde_json::json!({ "us_per_instance": us }))?
+        }
+        Mode::KubeLoop { calls, native } => {
+            serde_json::to_string(&crate::benches::kube_rtt::profile_loop(calls, native).await?)?
         }
         Mode::Instances { small, large } => {
             serde_json::to_string(&crate::benches::memory::instances(small, large).await?)?

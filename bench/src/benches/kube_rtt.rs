@@ -95,6 +95,31 @@ pub async fn run(quick: bool) -> Result<Bench> {
     Ok(bench)
 }
 
+/// `calls` calls of one side alone (`pando-bench child kube-loop`), for a
+/// profiler: the mean wall and process CPU time per call, in µs.
+pub async fn profile_loop(calls: u64, native: bool) -> Result<serde_json::Value> {
+    let client = env::client(Identity::Pando).await?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let plan = flood_plan();
+    let host = env::host()?;
+    let adapter = env::load_probe(&host, client).await?;
+    let c = cpu::process_ns();
+    let t = Instant::now();
+    for _ in 0..calls {
+        if native {
+            native_call(&namespaces).await?;
+        } else {
+            host_call(&adapter, &plan).await?;
+        }
+    }
+    let n = calls.max(1) as f64;
+    Ok(serde_json::json!({
+        "side": if native { "native" } else { "host" },
+        "us_per_call": us(t.elapsed()) / n,
+        "cpu_us_per_call": (cpu::process_ns() - c) as f64 / 1e3 / n,
+    }))
+}
+
 /// kube-probe's `flood:3`: three GETs of namespace `default`.
 fn flood_plan() -> BundlePlan {
     BundlePlan {

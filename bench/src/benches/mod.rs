@@ -1,7 +1,7 @@
 //! The benchmarks, in the order a run takes them, and what they share.
 
 pub(crate) mod cache_memory;
-mod kube_rtt;
+pub(crate) mod kube_rtt;
 mod kube_write;
 mod kube_write_check;
 mod load;
