@@ -160,7 +160,7 @@ impl Adapter for KubernetesAdapter {
             kind: KIND.into(),
             category: Category::Cluster,
             description: DESCRIPTION.into(),
-            config_schema: schema::schema().to_string(),
+            config_schema: schema::FILLED.into(),
         }
     }
 

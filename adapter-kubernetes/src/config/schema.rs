@@ -10,6 +10,14 @@
 //! the configuration may load; its `default`s are not written there but
 //! filled in from [`defaults`], where every default is written once.
 //!
+//! `info()` answers with [`FILLED`], `schema.filled.json`: the same schema
+//! with the defaults filled in, made by [`schema`] and committed. Every
+//! load calls `info()`, and filling the schema in the guest (parse 11 KB of
+//! JSON, serialize the defaults, merge, print) was a fifth of a cached
+//! load (docs/benchmarks.md). A test keeps the file equal to [`schema`];
+//! `PANDO_BLESS=1 cargo test -p pando-adapter-kubernetes filled` rewrites
+//! it after a change to `schema.json` or a default.
+//!
 //! [`Config::parse`]: crate::config::Config::parse
 
 use serde_json::Value;
@@ -18,6 +26,10 @@ use super::defaults;
 
 /// The schema, less the defaults.
 const SCHEMA: &str = include_str!("schema.json");
+
+/// The configuration's JSON Schema with its defaults, as `info()` reports
+/// it: [`schema`], printed and committed.
+pub const FILLED: &str = include_str!("schema.filled.json");
 
 /// The configuration's JSON Schema.
 pub fn schema() -> Value {
@@ -135,6 +147,30 @@ mod tests {
             assert!(prefix.len() <= 3 && prefix.chars().all(|c| c.is_ascii_digit()));
             assert!(cidr.parse::<crate::config::Cidr>().is_ok(), "{cidr}");
         }
+    }
+
+    /// `schema.filled.json` as [`schema`] prints it.
+    fn filled() -> String {
+        let mut text = serde_json::to_string_pretty(&schema()).unwrap();
+        text.push('\n');
+        text
+    }
+
+    #[test]
+    fn the_filled_schema_is_schema_json_with_the_defaults() {
+        let want = filled();
+        if want == FILLED {
+            return;
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/config/schema.filled.json");
+        if std::env::var_os("PANDO_BLESS").is_some() {
+            std::fs::write(path, &want).unwrap();
+            return;
+        }
+        panic!(
+            "{path} is not schema.json with the defaults of defaults.rs filled in; rewrite it \
+             with `PANDO_BLESS=1 cargo test -p pando-adapter-kubernetes filled` and commit it"
+        );
     }
 
     #[test]
