@@ -29,7 +29,7 @@ use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
 use crate::call::CallContext;
 use crate::error::CallError;
 use crate::runtime::pool::{Factory, Instance, Lease, sleep_until_opt};
-use crate::runtime::state::{ActiveCall, CANCEL_GRACE, HostState};
+use crate::runtime::state::{CANCEL_GRACE, HostState};
 use crate::types::Error;
 
 /// Where a call's instance comes from.
@@ -372,7 +372,7 @@ async fn guarded<T>(
     cancel: &CancellationToken,
     f: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<T>,
 ) -> Result<T, (CallError, bool)> {
-    store.data_mut().env.call = ActiveCall::new(deadline, cancel.clone());
+    store.data_mut().env.call.begin(deadline, cancel);
     // A crash is explained by what this call wrote, not an earlier one's.
     store.data().stderr.clear_tail();
     store.set_epoch_deadline(1);

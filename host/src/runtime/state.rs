@@ -9,7 +9,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 pub use crate::capability::env::CANCEL_GRACE;
 use crate::capability::env::Env;
-pub(crate) use crate::capability::env::{ActiveCall, Identity, Stopped};
+pub(crate) use crate::capability::env::{Identity, Stopped};
 use crate::capability::held::HeldBudget;
 use crate::capability::{Instances, Shared, StoreData};
 use crate::limits::{Limiter, Limits};

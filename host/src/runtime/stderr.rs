@@ -5,6 +5,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -28,6 +29,9 @@ struct Buffer {
 #[derive(Clone)]
 pub(crate) struct StderrTail {
     inner: Arc<Mutex<Buffer>>,
+    /// Set by every write: a call's start clears the tail only when there
+    /// is one, without taking the lock on every call (most write nothing).
+    written: Arc<AtomicBool>,
     identity: Arc<Mutex<Arc<Identity>>>,
     budget: Arc<LogBudget>,
 }
@@ -46,6 +50,7 @@ impl StderrTail {
     pub(crate) fn budgeted(identity: Arc<Identity>, budget: Arc<LogBudget>) -> Self {
         StderrTail {
             inner: Arc::default(),
+            written: Arc::default(),
             identity: Arc::new(Mutex::new(identity)),
             budget,
         }
@@ -55,6 +60,11 @@ impl StderrTail {
     /// what that call wrote. (No text is made of it: this runs on every
     /// call.)
     pub(crate) fn clear_tail(&self) {
+        // A write racing this one sets the flag again after its bytes are in:
+        // at worst the next call clears a tail that is already empty.
+        if !self.written.swap(false, Ordering::AcqRel) {
+            return;
+        }
         self.inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -73,6 +83,7 @@ impl StderrTail {
         let mut b = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         // The tail is kept whatever the budget: it explains a crash.
         b.tail.extend_from_slice(bytes);
+        self.written.store(true, Ordering::Release);
         if b.tail.len() > TAIL {
             let cut = b.tail.len() - TAIL;
             b.tail.drain(..cut);
@@ -135,5 +146,36 @@ impl AsyncWrite for StderrTail {
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tail() -> StderrTail {
+        StderrTail::new(Arc::new(Identity { name: "t".into() }))
+    }
+
+    #[test]
+    fn a_calls_start_forgets_what_an_earlier_call_wrote() {
+        let t = tail();
+        t.write(b"panicked at first call\n");
+        t.clear_tail();
+        assert_eq!(t.take_tail(), "");
+        t.write(b"panicked at second call\n");
+        assert_eq!(t.take_tail(), "panicked at second call");
+    }
+
+    #[test]
+    fn a_clear_with_nothing_written_keeps_later_writes() {
+        let t = tail();
+        t.clear_tail();
+        t.clear_tail();
+        t.write(b"late");
+        t.clear_tail();
+        assert_eq!(t.take_tail(), "", "a write since the last clear is cleared");
+        t.write(b"after");
+        assert_eq!(t.take_tail(), "after");
     }
 }
