@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::Component;
 
 use crate::adapter::invoke;
 use crate::adapter::{Adapter, AdapterInner, Inspection};
@@ -17,8 +17,9 @@ use crate::grants::Grants;
 use crate::limits::Limits;
 use crate::runtime::cache::{self, CacheOutcome, CompileCache};
 use crate::runtime::engine::{EngineSettings, SharedEngine};
+use crate::runtime::linking::PendingLinker;
 use crate::runtime::pool::{Factory, Instance, Pool};
-use crate::runtime::state::{HostState, Identity};
+use crate::runtime::state::Identity;
 use crate::types::KindInfo;
 
 /// How long loading may spend instantiating and configuring the first
@@ -34,7 +35,9 @@ pub struct Host {
 struct HostInner {
     engine: Arc<SharedEngine>,
     cache: Option<CompileCache>,
-    linker_v0_1: Linker<HostState>,
+    /// Made on a thread of its own while `build()` returns
+    /// (`runtime/linking.rs`); the first load takes it.
+    linker_v0_1: PendingLinker,
     metrics: Arc<crate::adapter::metrics::Metrics>,
 }
 
@@ -94,8 +97,7 @@ impl HostBuilder {
         } else {
             None
         };
-        let linker_v0_1 = crate::capability::linker_v0_1(&engine.engine)
-            .map_err(|e| LoadError::Engine(format!("linking the host's imports: {e:#}")))?;
+        let linker_v0_1 = PendingLinker::start(&engine.engine);
         Ok(Host {
             inner: Arc::new(HostInner {
                 engine,
@@ -485,7 +487,7 @@ impl Host {
         });
         let factory = Factory::new(
             &self.inner.engine,
-            &self.inner.linker_v0_1,
+            self.inner.linker_v0_1.get()?,
             &prepared.component,
             options.config.clone(),
             options.limits.clone(),

@@ -46,8 +46,8 @@ impl ActiveCall {
     /// Sets the store up for a call with `deadline`, cancelled through
     /// `cancel`. The token kept from the store's last call is kept when it
     /// is the same token (a caller that reuses its `CallContext`): cloning
-    /// one takes its tree node's mutex, and dropping the old one again, a
-    /// measurable share of a short call (docs/benchmarks.md).
+    /// one takes its tree node's mutex, and dropping the old one again;
+    /// together 3 % of a short call in a profile (docs/benchmarks.md).
     pub(crate) fn begin(&mut self, deadline: Option<Instant>, cancel: &CancellationToken) {
         if self.cancel != *cancel {
             self.cancel = cancel.clone();

@@ -9,6 +9,7 @@
 pub(crate) mod breaker;
 pub mod cache;
 pub(crate) mod engine;
+pub(crate) mod linking;
 pub(crate) mod pool;
 pub(crate) mod state;
 pub(crate) mod stderr;
