@@ -410,19 +410,39 @@ async fn kwok_node(
         .create(&PostParams::default(), &node)
         .await
         .expect("creating a node");
+    // Ready, and carrying only the taints asked for: the node lifecycle
+    // controller taints a new node `node.kubernetes.io/not-ready` and lifts
+    // the taint only some time after KWOK reports it Ready, and until then
+    // no app pod may land there (capacity skips it; a busy CI saw that).
+    let asked: Vec<String> = taints
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| t["key"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
     let ready = || async {
-        nodes
-            .get(name)
-            .await
-            .ok()
-            .and_then(|n| n.status?.conditions)
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        let Ok(n) = nodes.get(name).await else {
+            return false;
+        };
+        let is_ready = n
+            .status
+            .and_then(|s| s.conditions)
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        let only_asked = n
+            .spec
+            .and_then(|s| s.taints)
+            .unwrap_or_default()
+            .iter()
+            .all(|t| asked.contains(&t.key));
+        is_ready && only_asked
     };
     let deadline = tokio::time::Instant::now() + ka::WAIT;
     while !ready().await {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "node {name} never became Ready"
+            "node {name} never became Ready without the controller's taints"
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
