@@ -215,6 +215,16 @@ impl Checker {
                 missing_grant: format!("# none: {why}"),
             };
         }
+        // Nor can one that no grant may name (the grants refuse it at load
+        // too): proposing its rule would propose a file that does not load
+        // (found by the `grant_check` fuzz target, `deletecollection bindings`).
+        if let Some(why) = crate::grants::forbidden::never_grantable(spelling) {
+            let why = format!("`{spelling}` is never granted: {why}");
+            return Denial {
+                message: format!("{verb} {target} denied: no grant can allow it: {why}"),
+                missing_grant: format!("# none: {why}"),
+            };
+        }
         let missing_grant = match scope {
             Scope::Namespace(ns) => proposed_rule(verb, spelling, Some(ns)),
             Scope::AllNamespaces => proposed_rule(verb, spelling, None),

@@ -58,6 +58,30 @@ fn a_resource_kubernetes_does_not_serve_proposes_no_grant() {
 }
 
 #[test]
+fn a_resource_no_grant_may_name_proposes_no_grant() {
+    // Found by the `grant_check` fuzz target: a denied `deletecollection` of
+    // `bindings` proposed a rule naming `bindings`, which the grants refuse
+    // at load ("is never granted").
+    let d = denial(decide(
+        Method::Delete,
+        "/api/v1/namespaces/pando-x/bindings",
+    ));
+    assert!(
+        d.missing_grant.starts_with("# none:") && d.missing_grant.contains("is never granted"),
+        "{}",
+        d.missing_grant
+    );
+    assert!(
+        Grants::from_text(
+            "t",
+            "kubernetes:\n  rules:\n  - {verbs: [deletecollection], resources: [bindings], namespaces: [\"*\"]}\n"
+        )
+        .is_err(),
+        "the rule it would have proposed does not load"
+    );
+}
+
+#[test]
 fn patterns() {
     assert!(pattern_matches("pando-*", "pando-x"));
     assert!(pattern_matches("pando-*", "pando-"));
