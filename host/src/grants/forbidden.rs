@@ -131,6 +131,13 @@ const NEVER: &[Entry] = &[
     ),
 ];
 
+/// The refusal of a `spelling` no grant may name, as the grants' load
+/// gives it and a denial repeats it (`` `bindings` is never granted: … ``);
+/// `None` if it may be granted.
+pub(crate) fn refusal(spelling: &str) -> Option<String> {
+    never_grantable(spelling).map(|why| format!("`{spelling}` is never granted: {why}"))
+}
+
 /// Why `spelling` (a grant's resource, already well-formed) may never be
 /// granted; `None` if it may. A two-part spelling is read both ways:
 /// `group/resource` and `resource/subresource`.

@@ -255,11 +255,8 @@ fn validate_rule(rule: &Rule) -> Result<(), (String, String)> {
         }
     }
     for (j, resource) in rule.resources.iter().enumerate() {
-        if let Some(why) = forbidden::never_grantable(resource) {
-            return Err((
-                format!("resources[{j}]"),
-                format!("`{resource}` is never granted: {why}"),
-            ));
+        if let Some(why) = forbidden::refusal(resource) {
+            return Err((format!("resources[{j}]"), why));
         }
         validate_resource(resource).map_err(|why| (format!("resources[{j}]"), why))?;
     }

@@ -218,8 +218,7 @@ impl Checker {
         // Nor can one that no grant may name (the grants refuse it at load
         // too): proposing its rule would propose a file that does not load
         // (found by the `grant_check` fuzz target, `deletecollection bindings`).
-        if let Some(why) = crate::grants::forbidden::never_grantable(spelling) {
-            let why = format!("`{spelling}` is never granted: {why}");
+        if let Some(why) = super::forbidden::refusal(spelling) {
             return Denial {
                 message: format!("{verb} {target} denied: no grant can allow it: {why}"),
                 missing_grant: format!("# none: {why}"),
