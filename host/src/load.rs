@@ -81,7 +81,8 @@ impl HostBuilder {
 
     /// The host.
     pub fn build(self) -> Result<Host, LoadError> {
-        let engine = Arc::new(SharedEngine::new(self.settings)?);
+        let (linker_v0_1, make_linker) = PendingLinker::new();
+        let engine = Arc::new(SharedEngine::new(self.settings, make_linker)?);
         let cache = if self.cache {
             match self.cache_dir.or_else(CompileCache::default_dir) {
                 Some(dir) => match CompileCache::new(&dir) {
@@ -97,7 +98,6 @@ impl HostBuilder {
         } else {
             None
         };
-        let linker_v0_1 = PendingLinker::start(&engine.engine);
         Ok(Host {
             inner: Arc::new(HostInner {
                 engine,
@@ -487,7 +487,7 @@ impl Host {
         });
         let factory = Factory::new(
             &self.inner.engine,
-            self.inner.linker_v0_1.get()?,
+            self.inner.linker_v0_1.get(&self.inner.engine.engine)?,
             &prepared.component,
             options.config.clone(),
             options.limits.clone(),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::error::LoadError;
+use crate::runtime::linking::MakeLinker;
 
 /// How often the epoch advances. A running guest is checked for its deadline
 /// and for cancellation at this granularity, and yields to the async runtime
@@ -45,13 +46,13 @@ impl Default for EngineSettings {
     }
 }
 
-/// The engine and its epoch ticker. Dropping the last handle stops the
-/// ticker.
 /// What a slot's memory and tables keep resident between instances: more
 /// than an adapter's instance touches to start and answer a call, and at
 /// most `max_unused_warm_slots` × this resident in slots nobody uses.
 const KEEP_RESIDENT: usize = 1 << 20;
 
+/// The engine and its epoch ticker. Dropping the last handle stops the
+/// ticker.
 pub(crate) struct SharedEngine {
     pub(crate) engine: Engine,
     pub(crate) settings: EngineSettings,
@@ -59,7 +60,9 @@ pub(crate) struct SharedEngine {
 }
 
 impl SharedEngine {
-    pub(crate) fn new(settings: EngineSettings) -> Result<Self, LoadError> {
+    /// The engine, and its epoch thread started with `first` as its first
+    /// job (the host's linker, `linking.rs`).
+    pub(crate) fn new(settings: EngineSettings, first: MakeLinker) -> Result<Self, LoadError> {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
@@ -98,7 +101,7 @@ impl SharedEngine {
 
         let engine = Engine::new(&config).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let stop = Arc::new(AtomicBool::new(false));
-        spawn_ticker(engine.clone(), stop.clone());
+        spawn_ticker(engine.clone(), stop.clone(), first);
         Ok(SharedEngine {
             engine,
             settings,
@@ -114,11 +117,13 @@ impl Drop for SharedEngine {
 }
 
 /// A plain thread, not a task: it must tick even when every runtime worker is
-/// busy running guests.
-fn spawn_ticker(engine: Engine, stop: Arc<AtomicBool>) {
+/// busy running guests. It makes the linker first: until there is one no
+/// guest runs, so there is nothing to tick for.
+fn spawn_ticker(engine: Engine, stop: Arc<AtomicBool>, first: MakeLinker) {
     let spawned = std::thread::Builder::new()
         .name("pando-epoch".into())
         .spawn(move || {
+            first.run(&engine);
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(EPOCH_TICK);
                 engine.increment_epoch();

@@ -1,13 +1,18 @@
-//! The host's linker for contract 0.1, made on a thread of its own.
+//! The host's linker for contract 0.1, made off the builder's thread.
 //!
 //! Defining every import (WASI 0.2 and the host's own) took 0.4–0.5 ms, a
 //! quarter of `Host::builder().build()` (docs/benchmarks.md). Nothing needs
 //! the linker until a load links its first component, after it has mapped
-//! the precompiled code (1.4–2.2 ms), so `build()` starts the linker on a
-//! second thread and the first load takes it, waiting only for what is left.
+//! the precompiled code (1.4–2.2 ms), so `build()` hands the making of it
+//! to the engine's epoch thread ([`SharedEngine::new`]'s first job, before
+//! it starts ticking: no guest can run before there is a linker) and the
+//! first load takes it, waiting only for what is left. One thread, not a
+//! second one: a thread's start was 30–80 µs of the builder.
+//!
+//! [`SharedEngine::new`]: crate::runtime::engine::SharedEngine::new
 
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Mutex, OnceLock};
-use std::thread::JoinHandle;
 
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -20,44 +25,53 @@ type Made = Result<Linker<HostState>, String>;
 /// A linker being made, or made.
 pub(crate) struct PendingLinker {
     made: OnceLock<Made>,
-    thread: Mutex<Option<JoinHandle<Made>>>,
+    delivery: Mutex<Option<Receiver<Made>>>,
 }
+
+/// The job that makes the linker, to run on another thread.
+pub(crate) struct MakeLinker(SyncSender<Made>);
 
 /// The linker for `engine`, or why it could not be made.
 fn make(engine: &Engine) -> Made {
     crate::capability::linker_v0_1(engine).map_err(|e| format!("{e:#}"))
 }
 
+impl MakeLinker {
+    /// Makes the linker and hands it to its [`PendingLinker`].
+    pub(crate) fn run(self, engine: &Engine) {
+        // The host may have been dropped meanwhile; then nobody wants it.
+        let _ = self.0.send(make(engine));
+    }
+}
+
 impl PendingLinker {
-    /// Starts making the linker for `engine`; where no thread can be
-    /// started, makes it here.
-    pub(crate) fn start(engine: &Engine) -> Self {
-        let engine2 = engine.clone();
-        let spawned = std::thread::Builder::new()
-            .name("pando-linker".into())
-            .spawn(move || make(&engine2));
-        let (made, thread) = match spawned {
-            Ok(handle) => (OnceLock::new(), Some(handle)),
-            Err(e) => {
-                tracing::debug!(error = %e, "no thread for the linker; making it in place");
-                (OnceLock::from(make(engine)), None)
-            }
+    /// A linker that `job` makes, wherever the caller runs it.
+    pub(crate) fn new() -> (Self, MakeLinker) {
+        let (tx, rx) = sync_channel(1);
+        let pending = PendingLinker {
+            made: OnceLock::new(),
+            delivery: Mutex::new(Some(rx)),
         };
-        PendingLinker {
-            made,
-            thread: Mutex::new(thread),
-        }
+        (pending, MakeLinker(tx))
     }
 
-    /// The linker, waiting for its thread the first time (it blocks the
-    /// caller for at most what is left of the 0.5 ms it takes).
-    pub(crate) fn get(&self) -> Result<&Linker<HostState>, LoadError> {
+    /// The linker, waiting for its job the first time (it blocks the
+    /// caller for at most what is left of the 0.5 ms it takes). A job that
+    /// never ran (its thread could not start) or died is redone here.
+    pub(crate) fn get(&self, engine: &Engine) -> Result<&Linker<HostState>, LoadError> {
         let made = self.made.get_or_init(|| {
-            let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-            match handle.map(JoinHandle::join) {
+            let delivery = self
+                .delivery
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            match delivery.map(|rx| rx.recv()) {
                 Some(Ok(made)) => made,
-                Some(Err(_)) => Err("the thread making it panicked".into()),
-                // Only this initializer takes the handle, once.
+                Some(Err(_)) => {
+                    tracing::debug!("the linker's job did not deliver; making it in place");
+                    make(engine)
+                }
+                // Only this initializer takes the receiver, once.
                 None => Err("it was never started".into()),
             }
         });
@@ -71,20 +85,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_linker_made_on_its_thread_is_the_one_every_load_gets() {
+    fn the_linker_made_on_another_thread_is_the_one_every_load_gets() {
         let engine = Engine::default();
-        let pending = PendingLinker::start(&engine);
-        let first: *const Linker<HostState> = pending.get().expect("a linker");
-        let again: *const Linker<HostState> = pending.get().expect("a linker");
+        let (pending, job) = PendingLinker::new();
+        let e2 = engine.clone();
+        std::thread::spawn(move || job.run(&e2));
+        let first: *const Linker<HostState> = pending.get(&engine).expect("a linker");
+        let again: *const Linker<HostState> = pending.get(&engine).expect("a linker");
         assert_eq!(first, again, "made once, then shared");
+    }
+
+    #[test]
+    fn a_job_that_never_ran_is_made_in_place() {
+        let engine = Engine::default();
+        let (pending, job) = PendingLinker::new();
+        drop(job);
+        assert!(pending.get(&engine).is_ok());
     }
 
     #[test]
     fn loads_racing_for_the_linker_all_get_it() {
         let engine = Engine::default();
-        let pending = PendingLinker::start(&engine);
+        let (pending, job) = PendingLinker::new();
         std::thread::scope(|s| {
-            let got: Vec<_> = (0..4).map(|_| s.spawn(|| pending.get().is_ok())).collect();
+            let got: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| pending.get(&engine).is_ok()))
+                .collect();
+            job.run(&engine);
             assert!(got.into_iter().all(|h| h.join().unwrap_or(false)));
         });
     }
