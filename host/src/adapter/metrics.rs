@@ -9,7 +9,7 @@
 //! report and `Adapter`'s accessors say. docs/operations.md says what each
 //! metric means and which to alert on.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -114,6 +114,18 @@ impl Metrics {
             }
             Err(e) => e.kind(),
         };
+        self.record_in_families(adapter, method, outcome, took);
+    }
+
+    /// Records one call's end through the families (labels hashed, the
+    /// family's lock taken).
+    fn record_in_families(
+        &self,
+        adapter: &Arc<str>,
+        method: &'static str,
+        outcome: &'static str,
+        took: Duration,
+    ) {
         self.calls
             .get_or_create(&CallLabels {
                 adapter: Arc::clone(adapter),
@@ -162,50 +174,91 @@ impl Metrics {
 /// the adapter's name, the method and the outcome, twice), which was a
 /// tenth of an `upstream` call's host time. The handles share the
 /// families' atomics, so what is encoded is the same either way.
-#[derive(Default)]
+///
+/// The slots fill in order and are never emptied, so a call finds its
+/// method's handles with atomic loads only (a lock here was two locked
+/// instructions on every call); the mutex only orders the adding of a
+/// method's handles, once each.
 pub(crate) struct CallHandles {
-    by_method: std::sync::RwLock<Vec<(&'static str, Counter, Histogram)>>,
+    slots: [OnceLock<Handles>; METHOD_SLOTS],
+    adding: Mutex<()>,
+}
+
+/// A method's `ok` counter and duration histogram.
+type Handles = (&'static str, Counter, Histogram);
+
+/// More than the contract's methods: a method past them is recorded
+/// through the families, correct and slower.
+const METHOD_SLOTS: usize = 48;
+
+impl Default for CallHandles {
+    fn default() -> Self {
+        CallHandles {
+            slots: std::array::from_fn(|_| OnceLock::new()),
+            adding: Mutex::new(()),
+        }
+    }
 }
 
 impl CallHandles {
     /// Counts a call of `method` that succeeded, and its duration; the
     /// handles are made from the families on the method's first call.
     fn record(&self, metrics: &Metrics, adapter: &Arc<str>, method: &'static str, took: Duration) {
-        // Each typed method passes its own literal, so the pointer finds it;
-        // the text is the fallback for a literal the compiler did not merge.
-        let same = |m: &&'static str| std::ptr::eq(*m, method) || *m == method;
         let seconds = took.as_secs_f64();
+        match self
+            .find(method)
+            .or_else(|| self.add(metrics, adapter, method))
         {
-            let v = self.by_method.read().unwrap_or_else(|p| p.into_inner());
-            if let Some((_, ok, duration)) = v.iter().find(|(m, ..)| same(m)) {
+            Some((_, ok, duration)) => {
                 ok.inc();
                 duration.observe(seconds);
-                return;
+            }
+            None => metrics.record_in_families(adapter, method, "ok", took),
+        }
+    }
+
+    /// The handles of `method`, if a call of it has been recorded.
+    fn find(&self, method: &'static str) -> Option<&Handles> {
+        // Each typed method passes its own literal, so the pointer finds it;
+        // the text is the fallback for a literal the compiler did not merge.
+        let same = |m: &str| std::ptr::eq(m, method) || m == method;
+        for slot in &self.slots {
+            // The first empty slot ends the filled ones.
+            let handles = slot.get()?;
+            if same(handles.0) {
+                return Some(handles);
             }
         }
-        let mut v = self.by_method.write().unwrap_or_else(|p| p.into_inner());
-        if !v.iter().any(|(m, ..)| same(m)) {
-            let ok = metrics
-                .calls
-                .get_or_create(&CallLabels {
-                    adapter: Arc::clone(adapter),
-                    method,
-                    outcome: "ok",
-                })
-                .clone();
-            let duration = metrics
-                .durations
-                .get_or_create(&MethodLabels {
-                    adapter: Arc::clone(adapter),
-                    method,
-                })
-                .clone();
-            v.push((method, ok, duration));
+        None
+    }
+
+    /// Makes `method`'s handles in the next free slot; `None` when every
+    /// slot is taken.
+    fn add(&self, metrics: &Metrics, adapter: &Arc<str>, method: &'static str) -> Option<&Handles> {
+        let _adding = self.adding.lock().unwrap_or_else(|p| p.into_inner());
+        // Another call may have added it while this one waited.
+        if let Some(handles) = self.find(method) {
+            return Some(handles);
         }
-        if let Some((_, ok, duration)) = v.iter().find(|(m, ..)| same(m)) {
-            ok.inc();
-            duration.observe(seconds);
-        }
+        let slot = self.slots.iter().find(|s| s.get().is_none())?;
+        let ok = metrics
+            .calls
+            .get_or_create(&CallLabels {
+                adapter: Arc::clone(adapter),
+                method,
+                outcome: "ok",
+            })
+            .clone();
+        let duration = metrics
+            .durations
+            .get_or_create(&MethodLabels {
+                adapter: Arc::clone(adapter),
+                method,
+            })
+            .clone();
+        // Only writers holding `adding` set a slot, and this one was empty.
+        let _ = slot.set((method, ok, duration));
+        slot.get()
     }
 }
 
@@ -390,5 +443,83 @@ impl State {
             "cache_over_budget", "1 while the store is emptied for being over the cache's budget", cache_over_budget;
             "cache_bytes_limit", "CacheOptions::max_bytes", cache_budget;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok_calls(metrics: &Metrics, method: &'static str) -> u64 {
+        let labels = CallLabels {
+            adapter: Arc::from("a"),
+            method,
+            outcome: "ok",
+        };
+        metrics.calls.get_or_create(&labels).get()
+    }
+
+    #[test]
+    fn a_success_is_counted_once_under_its_own_method() {
+        let (metrics, handles, adapter) = (Metrics::new(), CallHandles::default(), Arc::from("a"));
+        for _ in 0..3 {
+            metrics.record_call(
+                &handles,
+                &adapter,
+                "upstream",
+                Ok(()),
+                Duration::from_micros(1),
+            );
+        }
+        metrics.record_call(
+            &handles,
+            &adapter,
+            "apply",
+            Ok(()),
+            Duration::from_micros(1),
+        );
+        assert_eq!(ok_calls(&metrics, "upstream"), 3);
+        assert_eq!(ok_calls(&metrics, "apply"), 1);
+        let text = metrics.encode();
+        assert!(
+            text.contains(
+                r#"pando_adapter_call_duration_seconds_count{adapter="a",method="upstream"} 3"#
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn methods_past_the_slots_are_still_counted() {
+        let (metrics, handles, adapter) = (Metrics::new(), CallHandles::default(), Arc::from("a"));
+        let methods: Vec<&'static str> = (0..METHOD_SLOTS + 5)
+            .map(|i| &*Box::leak(format!("m{i}").into_boxed_str()))
+            .collect();
+        for m in &methods {
+            metrics.record_call(&handles, &adapter, m, Ok(()), Duration::from_micros(1));
+            metrics.record_call(&handles, &adapter, m, Ok(()), Duration::from_micros(1));
+        }
+        for m in &methods {
+            assert_eq!(ok_calls(&metrics, m), 2, "{m}");
+        }
+    }
+
+    #[test]
+    fn a_method_named_by_another_literal_finds_the_same_handles() {
+        let (metrics, handles, adapter) = (Metrics::new(), CallHandles::default(), Arc::from("a"));
+        let other: &'static str = Box::leak(String::from("observe").into_boxed_str());
+        metrics.record_call(
+            &handles,
+            &adapter,
+            "observe",
+            Ok(()),
+            Duration::from_micros(1),
+        );
+        metrics.record_call(&handles, &adapter, other, Ok(()), Duration::from_micros(1));
+        assert_eq!(ok_calls(&metrics, "observe"), 2);
+        assert_eq!(
+            handles.slots.iter().filter(|s| s.get().is_some()).count(),
+            1
+        );
     }
 }

@@ -62,7 +62,9 @@ impl StderrTail {
     pub(crate) fn clear_tail(&self) {
         // A write racing this one sets the flag again after its bytes are in:
         // at worst the next call clears a tail that is already empty.
-        if !self.written.swap(false, Ordering::AcqRel) {
+        // Read before the swap: the swap is a locked instruction on every
+        // call, and almost every call finds nothing written.
+        if !self.written.load(Ordering::Acquire) || !self.written.swap(false, Ordering::AcqRel) {
             return;
         }
         self.inner
