@@ -46,6 +46,10 @@ pub enum Mode {
     UpstreamLoop {
         /// How many calls.
         calls: u64,
+        /// The bench's raw baseline instead: the same export called
+        /// straight on a configured store, none of the host's bookkeeping.
+        #[arg(long)]
+        raw: bool,
     },
     /// Makes `count` configured instances of the Kubernetes adapter one
     /// after another, each dropped at once, and prints the mean: the fresh
@@ -135,8 +139,8 @@ pub async fn run(mode: Mode) -> Result<()> {
         }
         Mode::Adapters { count } => serde_json::to_string(&adapters(count).await?)?,
         Mode::NativeAdapters { count } => serde_json::to_string(&native_adapters(count)?)?,
-        Mode::UpstreamLoop { calls } => {
-            let ns = crate::benches::upstream::profile_loop(calls).await?;
+        Mode::UpstreamLoop { calls, raw } => {
+            let ns = crate::benches::upstream::profile_loop(calls, raw).await?;
             serde_json::to_string(&serde_json::json!({ "ns_per_call": ns }))?
         }
         Mode::FreshLoop { count } => {

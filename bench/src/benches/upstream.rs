@@ -151,16 +151,25 @@ pub async fn run(quick: bool) -> Result<Bench> {
     Ok(bench)
 }
 
-/// The child side of `upstream-loop`: `calls` host calls; the mean in
-/// nanoseconds.
-pub async fn profile_loop(calls: u64) -> Result<f64> {
+/// The child side of `upstream-loop`: `calls` host calls, or with `raw`
+/// the raw baseline's; the mean in nanoseconds.
+pub async fn profile_loop(calls: u64, raw: bool) -> Result<f64> {
     let host = env::host()?;
     let adapter = env::load_kubernetes(&host, None).await?;
     let wref = WorkloadRef {
         bundle: "shop".into(),
         workload: "web".into(),
     };
-    Ok(host_batch(&adapter, &wref, calls).await? / calls as f64)
+    let total = if raw {
+        let mut raw = adapter
+            .raw_instance()
+            .await
+            .map_err(|e| anyhow::anyhow!("raw instance: {e}"))?;
+        raw_batch(&mut raw, &wref, calls).await?
+    } else {
+        host_batch(&adapter, &wref, calls).await?
+    };
+    Ok(total / calls.max(1) as f64)
 }
 
 /// `n` host calls; the total in nanoseconds.
