@@ -39,8 +39,12 @@ fn make(engine: &Engine) -> Made {
 impl MakeLinker {
     /// Makes the linker and hands it to its [`PendingLinker`].
     pub(crate) fn run(self, engine: &Engine) {
+        // Caught: the thread goes on to tick the epoch, which every
+        // deadline inside pure wasm rests on.
+        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(engine)))
+            .unwrap_or_else(|_| Err("making it panicked".into()));
         // The host may have been dropped meanwhile; then nobody wants it.
-        let _ = self.0.send(make(engine));
+        let _ = self.0.send(made);
     }
 }
 
