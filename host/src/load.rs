@@ -17,8 +17,9 @@ use crate::grants::Grants;
 use crate::limits::Limits;
 use crate::runtime::cache::{self, CacheOutcome, CompileCache};
 use crate::runtime::engine::{EngineSettings, SharedEngine};
+use crate::runtime::instance::{Factory, Instance};
 use crate::runtime::linking::PendingLinker;
-use crate::runtime::pool::{Factory, Instance, Pool};
+use crate::runtime::pool::Pool;
 use crate::runtime::state::Identity;
 use crate::types::KindInfo;
 

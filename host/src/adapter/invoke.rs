@@ -15,7 +15,9 @@
 //! Nothing runs then, so the instance is marked in-call before the call and
 //! unmarked after it, and a lease that ends with the mark set discards it.
 
-use std::future::Future;
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -28,18 +30,10 @@ use crate::bindings::v0_1::KubernetesAdapter;
 use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
 use crate::call::CallContext;
 use crate::error::CallError;
-use crate::runtime::pool::{Factory, Instance, Lease, sleep_until_opt};
+use crate::runtime::instance::{Factory, Instance};
+use crate::runtime::pool::Lease;
 use crate::runtime::state::{CANCEL_GRACE, HostState};
 use crate::types::Error;
-
-/// Where a call's instance comes from.
-#[derive(Clone, Copy)]
-pub(super) enum Instances {
-    /// The pool of configured instances.
-    Pooled,
-    /// A fresh instance from the long-running budget (watch, exec).
-    Dedicated,
-}
 
 /// Whether a call's instance may serve again afterwards.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -93,9 +87,7 @@ impl Adapter {
         let cancel = ctx.cancel_token();
         // One clock reading for the deadline and the call's duration.
         self.pipeline(method, started, async {
-            let mut lease = self
-                .lease(method, Instances::Pooled, deadline, timeout, cancel)
-                .await?;
+            let mut lease = self.lease(method, deadline, timeout, cancel).await?;
             if after == After::Discard {
                 lease.discard_after();
             }
@@ -128,14 +120,14 @@ impl Adapter {
         ctx: &CallContext,
         method: &'static str,
         f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
-    ) -> Result<(R, Lease), CallError> {
+    ) -> Result<(R, Lease<'static>), CallError> {
         let started = Instant::now();
         let default = self.inner.limits.default_timeout;
         let (deadline, timeout) = (ctx.deadline_from(started, default), ctx.timeout(default));
         let cancel = ctx.cancel_token();
         self.pipeline(method, started, async {
             let mut lease = self
-                .lease(method, Instances::Dedicated, deadline, timeout, cancel)
+                .lease_dedicated(method, deadline, timeout, cancel)
                 .await?;
             let r = run(
                 lease.instance(),
@@ -162,28 +154,37 @@ impl Adapter {
         )
     }
 
-    /// An instance for one call, unless the adapter is quarantined.
+    /// A pooled instance for one call, unless the adapter is quarantined.
     async fn lease(
         &self,
         method: &'static str,
-        from: Instances,
         deadline: Option<Instant>,
-        timeout: Option<std::time::Duration>,
+        timeout: Option<Duration>,
         cancel: &CancellationToken,
-    ) -> Result<Lease, CallError> {
+    ) -> Result<Lease<'_>, CallError> {
         self.inner.breaker.admit(&self.inner.identity.name)?;
         let pool = &self.inner.pool;
         // Boxed: making an instance is the rare path, and its future
         // (instantiate, then configure) inline made every call's future
         // kilobytes larger, moved on every call.
         let make = async || Box::pin(create(&pool.factory, deadline, cancel)).await;
-        match from {
-            Instances::Pooled => pool.lease(method, deadline, timeout, cancel, make).await,
-            Instances::Dedicated => {
-                pool.lease_dedicated(method, deadline, timeout, cancel, make)
-                    .await
-            }
-        }
+        pool.lease(method, deadline, timeout, cancel, make).await
+    }
+
+    /// A fresh instance of its own for one long-running call (watch,
+    /// exec), unless the adapter is quarantined.
+    async fn lease_dedicated(
+        &self,
+        method: &'static str,
+        deadline: Option<Instant>,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<Lease<'static>, CallError> {
+        self.inner.breaker.admit(&self.inner.identity.name)?;
+        let pool = &self.inner.pool;
+        let make = async || Box::pin(create(&pool.factory, deadline, cancel)).await;
+        pool.lease_dedicated(method, deadline, timeout, cancel, make)
+            .await
     }
 
     /// Records a call's outcome in its span and in the fault record.
@@ -287,6 +288,44 @@ pub(crate) async fn create(
     Ok(inst)
 }
 
+/// `call`'s result, or `None` when its deadline passes or [`CANCEL_GRACE`]
+/// after its cancellation, whichever is first; the call is polled first.
+///
+/// The deadline's timer is made only when the call first waits: most calls
+/// never wait in the host, and making a tokio timer takes (and later drops)
+/// a reference to the runtime's handle, two locked instructions and a
+/// thread-local lookup on every call (docs/benchmarks.md, issue 18).
+async fn race<T>(
+    call: impl Future<Output = T>,
+    deadline: Option<Instant>,
+    cancel: &CancellationToken,
+) -> Option<T> {
+    let mut call = pin!(call);
+    let mut timer = pin!(None::<tokio::time::Sleep>);
+    // Nothing runs until polled: no waiter is registered with the token.
+    let mut cancelled = pin!(cancelled_then_grace(cancel));
+    poll_fn(|cx| {
+        if let Poll::Ready(r) = call.as_mut().poll(cx) {
+            return Poll::Ready(Some(r));
+        }
+        if let Some(d) = deadline {
+            if timer.is_none() {
+                timer.set(Some(tokio::time::sleep_until(d.into())));
+            }
+            if let Some(t) = timer.as_mut().as_pin_mut()
+                && t.poll(cx).is_ready()
+            {
+                return Poll::Ready(None);
+            }
+        }
+        match cancelled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
 /// Resolves [`CANCEL_GRACE`] after the token is cancelled.
 async fn cancelled_then_grace(cancel: &CancellationToken) {
     cancel.cancelled().await;
@@ -384,15 +423,7 @@ async fn guarded<T>(
     store.data().stderr.clear_tail();
     store.set_epoch_deadline(1);
 
-    let outcome = {
-        let call = f(&mut *store);
-        tokio::select! {
-            biased;
-            r = call => Some(r),
-            () = sleep_until_opt(deadline) => None,
-            () = cancelled_then_grace(cancel) => None,
-        }
-    };
+    let outcome = race(f(&mut *store), deadline, cancel).await;
     let stopped = store.data().env.call.stopped;
     store.data_mut().env.call.finish();
 

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Adapter;
 use crate::error::CallError;
-use crate::runtime::pool::Instance;
+use crate::runtime::instance::Instance;
 use crate::types::{UpstreamAddress, WorkloadRef};
 
 /// A configured instance outside the pool, for measuring only.

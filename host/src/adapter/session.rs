@@ -19,7 +19,7 @@ use crate::types::{Error, TerminalSize};
 /// adapter to itself; dropping the session discards it.
 pub struct ExecSession {
     pub(super) adapter: Adapter,
-    pub(super) lease: Lease,
+    pub(super) lease: Lease<'static>,
     pub(super) session: ResourceAny,
 }
 

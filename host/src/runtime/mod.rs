@@ -9,6 +9,8 @@
 pub(crate) mod breaker;
 pub mod cache;
 pub(crate) mod engine;
+mod hot;
+pub(crate) mod instance;
 pub(crate) mod linking;
 pub(crate) mod pool;
 pub(crate) mod state;

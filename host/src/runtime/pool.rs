@@ -6,145 +6,46 @@
 //! ran out of time, was cancelled mid-call or served its quota is dropped
 //! instead. Long-running calls (watch, exec) take a fresh instance of their
 //! own from a separate budget, so they cannot starve ordinary calls.
+//!
+//! Ordinary calls share `max_instances` permits. A leased instance holds
+//! one, and so does the instance in `hot`, the one given back last: the
+//! next call takes it with one atomic swap and no permit to acquire, and
+//! gives it back with another, with no lock and no reference count touched
+//! (the lease borrows the pool). Instances in `idle` hold no permit; a call
+//! takes one of them after it acquires a permit. While any caller waits
+//! for a permit, an instance given back does not stay in `hot` holding
+//! one: it goes to `idle` and its permit to the waiter, in the semaphore's
+//! first-come order.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::Component;
-use wasmtime::{Store, UpdateDeadline};
 
-use crate::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
-use crate::capability::Shared;
-use crate::capability::held::HeldBudget;
 use crate::error::CallError;
-use crate::limits::Limits;
-use crate::runtime::engine::SharedEngine;
-use crate::runtime::state::{HostState, Identity};
-
-/// Sleeps until the deadline, or forever without one.
-pub(crate) async fn sleep_until_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d.into()).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// One configured instance.
-pub(crate) struct Instance {
-    pub(crate) store: Store<HostState>,
-    pub(crate) bindings: KubernetesAdapter,
-    calls: u64,
-    /// Set when the instance must not serve another call.
-    pub(crate) poisoned: bool,
-    /// Set while a call runs on the store, cleared only when that call's
-    /// future completes. A future dropped mid-call (core's
-    /// `tokio::time::timeout` around a call) leaves it set: wasmtime then
-    /// holds the store mid-call, with guest state half-changed, so the
-    /// lease discards the instance instead of pooling it.
-    pub(crate) in_call: bool,
-}
-
-/// What every new instance is made from.
-pub(crate) struct Factory {
-    /// Shared, so the epoch ticker runs as long as any adapter lives.
-    pub(crate) engine: Arc<SharedEngine>,
-    pub(crate) pre: KubernetesAdapterPre<HostState>,
-    pub(crate) config: String,
-    pub(crate) limits: Limits,
-    pub(crate) identity: Arc<Identity>,
-    /// What every instance made here shares of each capability (the log
-    /// budget, the Kubernetes context, ...).
-    pub(crate) capabilities: Shared,
-    /// The adapter's stream budget: every instance made here draws on it.
-    pub(crate) held_budget: Arc<HeldBudget>,
-}
-
-impl Factory {
-    pub(crate) fn new(
-        engine: &Arc<SharedEngine>,
-        linker: &wasmtime::component::Linker<HostState>,
-        component: &Component,
-        config: String,
-        limits: Limits,
-        identity: Arc<Identity>,
-        capabilities: Shared,
-    ) -> wasmtime::Result<Self> {
-        let pre = linker.instantiate_pre(component)?;
-        let pre = KubernetesAdapterPre::new(pre)?;
-        Ok(Factory {
-            engine: Arc::clone(engine),
-            pre,
-            config,
-            capabilities,
-            held_budget: Arc::new(HeldBudget::of(&limits)),
-            limits,
-            identity,
-        })
-    }
-
-    /// A fresh store with its limits and deadline hook.
-    pub(crate) fn store(&self) -> Store<HostState> {
-        let state = HostState::new(
-            self.identity.clone(),
-            &self.limits,
-            &self.capabilities,
-            self.held_budget.clone(),
-        );
-        let mut store = Store::new(&self.engine.engine, state);
-        store.limiter(|s| &mut s.limiter);
-        // wasmtime's own bounds on what a guest makes the host allocate:
-        // bytes lifted per crossing, handles live at once.
-        store.set_hostcall_fuel(usize::try_from(self.limits.hostcall_bytes).unwrap_or(usize::MAX));
-        store.set_max_component_handles(self.limits.max_handles as usize);
-        store.epoch_deadline_callback(|mut cx| {
-            let call = &mut cx.data_mut().env.call;
-            if let Some(why) = call.should_stop() {
-                call.stopped = Some(why);
-                return Ok(UpdateDeadline::Interrupt);
-            }
-            // Yield each tick so the executor stays fair and core's own
-            // timers run while a guest computes.
-            Ok(UpdateDeadline::Yield(1))
-        });
-        store.set_epoch_deadline(1);
-        store
-    }
-
-    /// The same factory (the same log budget), naming instances differently
-    /// in logs.
-    pub(crate) fn with_identity(mut self, identity: Arc<Identity>) -> Self {
-        self.identity = identity;
-        self
-    }
-}
-
-impl Instance {
-    pub(crate) fn new(store: Store<HostState>, bindings: KubernetesAdapter) -> Self {
-        Instance {
-            store,
-            bindings,
-            calls: 0,
-            poisoned: false,
-            in_call: false,
-        }
-    }
-}
+use crate::runtime::hot::HotSlot;
+use crate::runtime::instance::{Factory, Instance, sleep_until_opt};
 
 /// An adapter's instances.
 pub(crate) struct Pool {
     pub(crate) factory: Factory,
-    /// Boxed, so that leasing and returning an instance moves a pointer,
-    /// not the store and the bindings (a measurable share of a short call).
+    /// The instance given back last, with the permit it served under.
+    hot: HotSlot<Instance>,
+    /// Further idle instances, without permits. With `hot`, at most
+    /// `max_idle`. Boxed, so that moving one moves a pointer, not the store.
     #[expect(
         clippy::vec_box,
-        reason = "instances move between this list, leases and futures on every call"
+        reason = "instances move between this list, the hot slot and leases"
     )]
     idle: Mutex<Vec<Box<Instance>>>,
-    permits: Arc<Semaphore>,
-    long_permits: Arc<Semaphore>,
+    /// Callers on the slow path of a lease, from before they look at `hot`
+    /// until they hold a permit.
+    waiting: AtomicUsize,
+    permits: Semaphore,
+    long_permits: Semaphore,
     /// Instances made for calls (the load's first one not counted) and
     /// dropped rather than pooled, since the load: for the metrics.
     pub(crate) made: AtomicU64,
@@ -170,25 +71,65 @@ impl Budget {
     }
 }
 
-/// An instance lent to one call.
-pub(crate) struct Lease {
+/// The pool a lease goes back to: borrowed by an ordinary call, which ends
+/// before the adapter can, shared by an exec session, which may not.
+enum PoolRef<'p> {
+    Borrowed(&'p Pool),
+    Shared(Arc<Pool>),
+}
+
+impl Deref for PoolRef<'_> {
+    type Target = Pool;
+
+    fn deref(&self) -> &Pool {
+        match self {
+            PoolRef::Borrowed(p) => p,
+            PoolRef::Shared(p) => p,
+        }
+    }
+}
+
+/// An instance lent to one call, holding one permit of its budget (which
+/// it releases, or leaves with the instance in the hot slot, when dropped).
+pub(crate) struct Lease<'p> {
     /// Always `Some` until the lease is dropped.
     instance: Option<Box<Instance>>,
-    pool: Arc<Pool>,
+    pool: PoolRef<'p>,
+    budget: Budget,
     reusable: bool,
-    _permit: OwnedSemaphorePermit,
+}
+
+/// A caller counted in [`Pool::waiting`] until dropped (or cancelled).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Pool {
+    /// A pool holding `first` (the load's instance), ready for the next call.
     pub(crate) fn new(factory: Factory, first: Option<Instance>) -> Arc<Self> {
         let limits = &factory.limits;
-        let permits = Arc::new(Semaphore::new(limits.max_instances.max(1) as usize));
-        let long_permits = Arc::new(Semaphore::new(limits.max_long_running.max(1) as usize));
+        let ordinary = limits.max_instances.max(1) as usize;
+        let hot = HotSlot::new();
+        // The first instance sits in the hot slot with one of the permits.
+        let held = first.map(|i| hot.put(Box::new(i))).map_or(0, |_| 1);
         Arc::new(Pool {
-            idle: Mutex::new(first.into_iter().map(Box::new).collect()),
+            hot,
+            idle: Mutex::new(Vec::new()),
+            waiting: AtomicUsize::new(0),
+            permits: Semaphore::new(ordinary - held),
+            long_permits: Semaphore::new(limits.max_long_running.max(1) as usize),
             factory,
-            permits,
-            long_permits,
             made: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
         })
@@ -196,25 +137,85 @@ impl Pool {
 
     /// Instances idle now.
     pub(crate) fn idle_count(&self) -> usize {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.lock_idle().len() + usize::from(self.hot.is_occupied())
+    }
+
+    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<Box<Instance>>> {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Leases an instance for an ordinary call, waiting (within the deadline)
     /// while every instance is busy; `make` makes one when none is idle.
     pub(crate) async fn lease(
-        self: &Arc<Self>,
+        &self,
         method: &'static str,
         deadline: Option<Instant>,
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
         make: impl AsyncFnOnce() -> Result<Instance, CallError>,
-    ) -> Result<Lease, CallError> {
-        self.lease_from(Budget::Ordinary, method, deadline, timeout, cancel, make)
-            .await
+    ) -> Result<Lease<'_>, CallError> {
+        // The common case: nobody waits, and the instance given back last is
+        // in the hot slot with its permit.
+        let instance = match self.take_hot_unless_waited_for() {
+            Some(i) => i,
+            None => {
+                self.lease_slow(method, deadline, timeout, cancel, make)
+                    .await?
+            }
+        };
+        Ok(Lease::new(
+            PoolRef::Borrowed(self),
+            instance,
+            Budget::Ordinary,
+        ))
+    }
+
+    /// The hot slot's instance, unless a caller waits for one (a new
+    /// caller then queues behind it rather than overtaking it).
+    fn take_hot_unless_waited_for(&self) -> Option<Box<Instance>> {
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        self.hot.take()
+    }
+
+    /// An ordinary instance when the hot slot had none for this caller: a
+    /// permit, then an idle instance or a new one.
+    async fn lease_slow(
+        &self,
+        method: &'static str,
+        deadline: Option<Instant>,
+        timeout: Option<std::time::Duration>,
+        cancel: &CancellationToken,
+        make: impl AsyncFnOnce() -> Result<Instance, CallError>,
+    ) -> Result<Box<Instance>, CallError> {
+        let permit = {
+            // Counted first, then the hot slot looked at. A caller giving an
+            // instance back puts it in the slot first, then looks at the
+            // count (`give_back`); both sequentially consistent, so one of
+            // the two sees the other, and no instance is left in the slot,
+            // holding a permit, while this caller waits for one.
+            let _waiting = Waiting::enter(&self.waiting);
+            if let Some(inst) = self.hot.take() {
+                return Ok(inst);
+            }
+            self.acquire(Budget::Ordinary, method, deadline, timeout, cancel)
+                .await?
+        };
+        let idle = self.lock_idle().pop();
+        let instance = match idle {
+            Some(i) => i,
+            // Dropped here (a failure, or the caller's future dropped), the
+            // permit goes back.
+            None => Box::new(self.make(make).await?),
+        };
+        permit.forget();
+        Ok(instance)
     }
 
     /// A fresh instance, made by `make`, for a long-running call, never
-    /// returned to the pool.
+    /// returned to the pool. The lease keeps the pool alive (an exec session
+    /// holds it past the call).
     pub(crate) async fn lease_dedicated(
         self: &Arc<Self>,
         method: &'static str,
@@ -222,47 +223,29 @@ impl Pool {
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
         make: impl AsyncFnOnce() -> Result<Instance, CallError>,
-    ) -> Result<Lease, CallError> {
-        self.lease_from(Budget::LongRunning, method, deadline, timeout, cancel, make)
-            .await
+    ) -> Result<Lease<'static>, CallError> {
+        let permit = self
+            .acquire(Budget::LongRunning, method, deadline, timeout, cancel)
+            .await?;
+        let instance = Box::new(self.make(make).await?);
+        permit.forget();
+        Ok(Lease::new(
+            PoolRef::Shared(Arc::clone(self)),
+            instance,
+            Budget::LongRunning,
+        ))
     }
 
-    /// A permit from `budget`, then an idle instance (when `pooled`) or a
-    /// new one from `make`; only a pooled lease goes back to the pool. The
-    /// pool does not run guest code itself: making an instance is a guest
-    /// call, which the pipeline above it guards.
-    async fn lease_from(
-        self: &Arc<Self>,
-        budget: Budget,
-        method: &'static str,
-        deadline: Option<Instant>,
-        timeout: Option<std::time::Duration>,
-        cancel: &CancellationToken,
+    /// An instance from `make`, counted. The pool does not run guest code
+    /// itself: making an instance is a guest call, which the pipeline above
+    /// it guards.
+    async fn make(
+        &self,
         make: impl AsyncFnOnce() -> Result<Instance, CallError>,
-    ) -> Result<Lease, CallError> {
-        let pooled = budget == Budget::Ordinary;
-        let permit = self
-            .acquire(budget, method, deadline, timeout, cancel)
-            .await?;
-        let idle = if pooled {
-            self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
-        } else {
-            None
-        };
-        let instance = match idle {
-            Some(i) => i,
-            None => {
-                let made = make().await?;
-                self.made.fetch_add(1, Ordering::Relaxed);
-                Box::new(made)
-            }
-        };
-        Ok(Lease {
-            instance: Some(instance),
-            pool: self.clone(),
-            reusable: pooled,
-            _permit: permit,
-        })
+    ) -> Result<Instance, CallError> {
+        let made = make().await?;
+        self.made.fetch_add(1, Ordering::Relaxed);
+        Ok(made)
     }
 
     /// A permit from `budget`, within the call's deadline. A call without
@@ -276,10 +259,10 @@ impl Pool {
         deadline: Option<Instant>,
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
-    ) -> Result<OwnedSemaphorePermit, CallError> {
-        // A free permit is the common case: taken without a race, a timer or
-        // the adapter's name copied for errors that will not happen.
-        if let Ok(permit) = self.budget(budget).0.clone().try_acquire_owned() {
+    ) -> Result<SemaphorePermit<'_>, CallError> {
+        // A free permit: taken without a race, a timer or the adapter's
+        // name copied for errors that will not happen.
+        if let Ok(permit) = self.budget(budget).0.try_acquire() {
             return Ok(permit);
         }
         // The wait, boxed: a rare path, kept out of every call's future.
@@ -287,7 +270,7 @@ impl Pool {
     }
 
     /// `budget`'s semaphore and the limit it was made with.
-    fn budget(&self, budget: Budget) -> (&Arc<Semaphore>, u32) {
+    fn budget(&self, budget: Budget) -> (&Semaphore, u32) {
         match budget {
             Budget::Ordinary => (&self.permits, self.factory.limits.max_instances),
             Budget::LongRunning => (&self.long_permits, self.factory.limits.max_long_running),
@@ -303,11 +286,11 @@ impl Pool {
         deadline: Option<Instant>,
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
-    ) -> Result<OwnedSemaphorePermit, CallError> {
+    ) -> Result<SemaphorePermit<'_>, CallError> {
         let (sem, limit) = self.budget(budget);
         let adapter = self.factory.identity.name.clone();
         let waited = self.factory.limits.default_timeout;
-        let wait = sem.clone().acquire_owned();
+        let wait = sem.acquire();
         // A default timeout too large for the clock bounds nothing, as a
         // call's own deadline would not (`CallContext::deadline`).
         let expired = sleep_until_opt(deadline.or_else(|| Instant::now().checked_add(waited)));
@@ -334,9 +317,64 @@ impl Pool {
             () = cancel.cancelled() => Err(CallError::Cancelled { adapter, method }),
         }
     }
+
+    /// An ordinary instance back from a call, with its permit: into the
+    /// hot slot, unless a caller waits for a permit.
+    fn give_back(&self, instance: Box<Instance>) {
+        if self.factory.limits.max_idle == 0 {
+            return self.discard(instance, Budget::Ordinary);
+        }
+        if let Some(displaced) = self.hot.put(instance) {
+            self.shelve(displaced);
+        }
+        // Put first, then the count looked at: see `lease_slow`.
+        if self.waiting.load(Ordering::SeqCst) > 0
+            && let Some(instance) = self.hot.take()
+        {
+            self.shelve(instance);
+        }
+    }
+
+    /// Keeps an instance idle without its permit, or drops it when the
+    /// idle are `max_idle` already (the hot slot counted), and releases the
+    /// permit: after the instance is in the list, so that the caller the
+    /// permit goes to finds it there.
+    fn shelve(&self, instance: Box<Instance>) {
+        let spare = {
+            let mut idle = self.lock_idle();
+            if idle.len() + 1 < self.factory.limits.max_idle as usize {
+                idle.push(instance);
+                None
+            } else {
+                Some(instance)
+            }
+        };
+        if spare.is_some() {
+            self.discarded.fetch_add(1, Ordering::Relaxed);
+        }
+        // A store's teardown, outside the lock.
+        drop(spare);
+        self.permits.add_permits(1);
+    }
+
+    /// Drops an instance that must not serve again, releasing its permit.
+    fn discard(&self, instance: Box<Instance>, budget: Budget) {
+        self.discarded.fetch_add(1, Ordering::Relaxed);
+        drop(instance);
+        self.budget(budget).0.add_permits(1);
+    }
 }
 
-impl Lease {
+impl<'p> Lease<'p> {
+    fn new(pool: PoolRef<'p>, instance: Box<Instance>, budget: Budget) -> Self {
+        Lease {
+            instance: Some(instance),
+            pool,
+            budget,
+            reusable: budget == Budget::Ordinary,
+        }
+    }
+
     /// The leased instance.
     pub(crate) fn instance(&mut self) -> &mut Instance {
         match self.instance.as_mut() {
@@ -357,31 +395,23 @@ impl Lease {
     }
 }
 
-impl Drop for Lease {
+impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        let Some(inst) = self.instance.take() else {
+        let Some(instance) = self.instance.take() else {
             return;
         };
-        let limits = &self.pool.factory.limits;
-        if !self.reusable
-            || inst.poisoned
-            || inst.in_call
-            || inst.calls >= limits.max_calls_per_instance
-        {
-            if inst.in_call {
-                tracing::debug!(
-                    adapter = %self.pool.factory.identity.name,
-                    "a call's future was dropped mid-call; its instance is discarded"
-                );
-            }
-            self.pool.discarded.fetch_add(1, Ordering::Relaxed);
-            return;
+        let pool = &*self.pool;
+        if instance.in_call {
+            tracing::debug!(
+                adapter = %pool.factory.identity.name,
+                "a call's future was dropped mid-call; its instance is discarded"
+            );
         }
-        let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < limits.max_idle as usize {
-            idle.push(inst);
+        let spent = instance.calls >= pool.factory.limits.max_calls_per_instance;
+        if self.reusable && !instance.poisoned && !instance.in_call && !spent {
+            pool.give_back(instance);
         } else {
-            self.pool.discarded.fetch_add(1, Ordering::Relaxed);
+            pool.discard(instance, self.budget);
         }
     }
 }

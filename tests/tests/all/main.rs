@@ -25,6 +25,7 @@ mod host_limits;
 mod host_load;
 mod host_metrics;
 mod host_network;
+mod host_pool;
 mod kube_audit;
 mod kube_cache;
 mod kube_grants;

@@ -1,0 +1,193 @@
+//! The ordinary-call budget as callers see it: calls beyond
+//! `max_instances` wait for an instance and are served by the ones freed,
+//! in turn; the pool makes no more instances than the budget; the idle stay
+//! within `max_idle`; a waiter that gives up takes nothing with it. (The
+//! pool's common path is a lock-free slot, `host/src/runtime/pool.rs`:
+//! these are the rules it must keep.)
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use pando_host::types::ObservedBundle;
+use pando_host::{Adapter, CallContext, CallError, CancellationToken, Host, Limits, LoadOptions};
+use pando_tests::components;
+use pando_tests::plans::{bundle, plan};
+
+async fn adapter_with(limits: Limits) -> (Adapter, tempfile::TempDir) {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = Host::builder()
+        .cache_dir(cache.path())
+        .build()
+        .expect("host");
+    let adapter = host
+        .load_file(
+            &components::test_adapter(),
+            LoadOptions {
+                limits,
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("test adapter loads");
+    (adapter, cache)
+}
+
+fn ctx() -> CallContext {
+    CallContext::default().with_timeout(Duration::from_secs(20))
+}
+
+/// `n` calls at once, each holding its instance for `ms` in the guest.
+async fn sleepers(a: &Adapter, n: usize, ms: u64) -> Vec<Result<(), CallError>> {
+    let calls = (0..n).map(|_| {
+        let a = a.clone();
+        tokio::spawn(async move {
+            a.apply(&ctx(), &plan(&format!("sleep-{ms}"), &[]))
+                .await
+                .map(|_| ())
+        })
+    });
+    join_all(calls)
+        .await
+        .into_iter()
+        .map(|r| r.expect("join"))
+        .collect()
+}
+
+/// The adapter's counter `name` (`pando_adapter_instances_<name>_total`).
+fn instances(a: &Adapter, name: &str) -> u64 {
+    let metric = format!("pando_adapter_instances_{name}_total{{");
+    let who = format!("adapter=\"{}\"", a.name());
+    let text = a.metrics();
+    text.lines()
+        .filter(|l| l.starts_with(&metric) && l.contains(&who))
+        .find_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {metric} for {who} in:\n{text}"))
+}
+
+/// The call count of the instance that serves this observe, as the test
+/// adapter reports it.
+async fn calls_on_next_instance(a: &Adapter) -> u64 {
+    let observed: ObservedBundle = a.observe(&ctx(), &bundle("x")).await.expect("observe");
+    let reason = &observed.workloads[0].reason;
+    reason
+        .strip_prefix("calls=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected reason {reason:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_beyond_max_instances_wait_and_the_budget_is_never_exceeded() {
+    let (a, _c) = adapter_with(Limits {
+        max_instances: 2,
+        max_idle: 2,
+        ..Limits::default()
+    })
+    .await;
+    for r in sleepers(&a, 6, 200).await {
+        r.expect("every call is served once an instance is free");
+    }
+    // The load's instance and one more: two at once, never three.
+    assert_eq!(instances(&a, "made"), 1);
+    assert_eq!(instances(&a, "discarded"), 0);
+    assert_eq!(a.idle_instances(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_serves_every_waiter_in_turn() {
+    let (a, _c) = adapter_with(Limits {
+        max_instances: 1,
+        ..Limits::default()
+    })
+    .await;
+    for r in sleepers(&a, 4, 100).await {
+        r.expect("served in turn");
+    }
+    assert_eq!(instances(&a, "made"), 0, "no instance beyond the load's");
+    // Handed from each call to the next waiter: four calls, and this one.
+    assert_eq!(calls_on_next_instance(&a).await, 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_instances_stay_within_max_idle() {
+    let (a, _c) = adapter_with(Limits {
+        max_instances: 4,
+        max_idle: 2,
+        ..Limits::default()
+    })
+    .await;
+    for r in sleepers(&a, 4, 300).await {
+        r.expect("four at once fit the budget");
+    }
+    assert_eq!(
+        instances(&a, "made"),
+        3,
+        "four calls at once, four instances"
+    );
+    assert_eq!(a.idle_instances(), 2);
+    assert_eq!(instances(&a, "discarded"), 2, "the two beyond max_idle");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_past_its_deadline_fails_typed_and_costs_the_pool_nothing() {
+    let (a, _c) = adapter_with(Limits {
+        max_instances: 1,
+        ..Limits::default()
+    })
+    .await;
+    let holder = {
+        let a = a.clone();
+        tokio::spawn(async move { a.apply(&ctx(), &plan("sleep-1000", &[])).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let short = CallContext::default().with_timeout(Duration::from_millis(200));
+    let err = a
+        .apply(&short, &plan("x", &[]))
+        .await
+        .expect_err("every instance is busy past the deadline");
+    assert!(matches!(err, CallError::DeadlineExceeded { .. }), "{err:?}");
+    holder.await.expect("join").expect("the holder ends well");
+    assert_eq!(calls_on_next_instance(&a).await, 2, "the same instance");
+    assert_eq!(instances(&a, "made"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_cancelled_or_dropped_take_nothing_with_them() {
+    let (a, _c) = adapter_with(Limits {
+        max_instances: 1,
+        ..Limits::default()
+    })
+    .await;
+    let holder = {
+        let a = a.clone();
+        tokio::spawn(async move { a.apply(&ctx(), &plan("sleep-600", &[])).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let cancel = CancellationToken::new();
+    let cancelled = {
+        let (a, cancel) = (a.clone(), cancel.clone());
+        tokio::spawn(async move {
+            let ctx = CallContext::new(cancel).with_timeout(Duration::from_secs(20));
+            a.apply(&ctx, &plan("x", &[])).await
+        })
+    };
+    // Core's own timeout around a call: the waiting future is dropped.
+    let dropped =
+        tokio::time::timeout(Duration::from_millis(150), a.apply(&ctx(), &plan("x", &[]))).await;
+    assert!(dropped.is_err(), "the dropped call was still waiting");
+    cancel.cancel();
+    let err = cancelled
+        .await
+        .expect("join")
+        .expect_err("cancelled while waiting");
+    assert!(matches!(err, CallError::Cancelled { .. }), "{err:?}");
+    holder.await.expect("join").expect("the holder ends well");
+
+    // The one permit is whole: two more calls at once are served in turn,
+    // by the same instance.
+    for r in sleepers(&a, 2, 50).await {
+        r.expect("served");
+    }
+    assert_eq!(calls_on_next_instance(&a).await, 4);
+    assert_eq!(instances(&a, "made"), 0);
+}
