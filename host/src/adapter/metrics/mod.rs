@@ -16,11 +16,13 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::adapter::AdapterInner;
 use crate::error::CallError;
+
+mod per_thread;
+use per_thread::{Count, Durations};
 
 // The labels a call records are an `Arc` and two static strings: counting
 // a call allocates nothing (an `upstream` call takes about a microsecond).
@@ -69,15 +71,10 @@ struct StoreLabels {
 type Seconds = Gauge<f64, std::sync::atomic::AtomicU64>;
 type SecondsTotal = Counter<f64, std::sync::atomic::AtomicU64>;
 
-fn histogram() -> Histogram {
-    // 50 µs to about 3 minutes: an `upstream` call to a long apply.
-    Histogram::new(exponential_buckets(50e-6, 3.0, 14))
-}
-
 /// One host's metrics.
 pub(crate) struct Metrics {
-    calls: Family<CallLabels, Counter>,
-    durations: Family<MethodLabels, Histogram, fn() -> Histogram>,
+    calls: Family<CallLabels, Count>,
+    durations: Family<MethodLabels, Durations>,
     adapters: Mutex<Vec<Weak<AdapterInner>>>,
 }
 
@@ -85,7 +82,7 @@ impl Metrics {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Metrics {
             calls: Family::default(),
-            durations: Family::new_with_constructor(histogram),
+            durations: Family::default(),
             adapters: Mutex::new(Vec::new()),
         })
     }
@@ -138,7 +135,7 @@ impl Metrics {
                 adapter: Arc::clone(adapter),
                 method,
             })
-            .observe(took.as_secs_f64());
+            .observe(took);
     }
 
     /// Every metric now, as OpenMetrics text (ending `# EOF`).
@@ -185,7 +182,7 @@ pub(crate) struct CallHandles {
 }
 
 /// A method's `ok` counter and duration histogram.
-type Handles = (&'static str, Counter, Histogram);
+type Handles = (&'static str, Count, Durations);
 
 /// More than the contract's methods: a method past them is recorded
 /// through the families, correct and slower.
@@ -204,14 +201,13 @@ impl CallHandles {
     /// Counts a call of `method` that succeeded, and its duration; the
     /// handles are made from the families on the method's first call.
     fn record(&self, metrics: &Metrics, adapter: &Arc<str>, method: &'static str, took: Duration) {
-        let seconds = took.as_secs_f64();
         match self
             .find(method)
             .or_else(|| self.add(metrics, adapter, method))
         {
             Some((_, ok, duration)) => {
                 ok.inc();
-                duration.observe(seconds);
+                duration.observe(took);
             }
             None => metrics.record_in_families(adapter, method, "ok", took),
         }
