@@ -16,7 +16,7 @@
 //! unmarked after it, and a lease that ends with the mark set discards it.
 
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -47,11 +47,16 @@ pub(super) enum After {
 impl Adapter {
     /// Runs `body` as call `method`: in its span, its outcome recorded in
     /// the span and in the quarantine's fault count.
+    ///
+    /// `body` comes pinned by the caller, which holds it: an async fn keeps
+    /// a future passed by value twice (the argument, and the awaited copy),
+    /// and every layer of the call that did so doubled what each call moves
+    /// and zeroes (docs/benchmarks.md, issue 18's third pass).
     pub(super) async fn pipeline<T>(
         &self,
         method: &'static str,
         started: Instant,
-        body: impl Future<Output = Result<T, CallError>>,
+        body: Pin<&mut impl Future<Output = Result<T, CallError>>>,
     ) -> Result<T, CallError> {
         let span = self.span(method);
         if span.is_disabled() {
@@ -86,7 +91,7 @@ impl Adapter {
         let (deadline, timeout) = (ctx.deadline_from(started, default), ctx.timeout(default));
         let cancel = ctx.cancel_token();
         // One clock reading for the deadline and the call's duration.
-        self.pipeline(method, started, async {
+        let body = pin!(async {
             let mut lease = self.lease(method, deadline, timeout, cancel).await?;
             if after == After::Discard {
                 lease.discard_after();
@@ -109,8 +114,8 @@ impl Adapter {
                 lease.discard_after();
             }
             r
-        })
-        .await
+        });
+        self.pipeline(method, started, body).await
     }
 
     /// Runs one export on an instance of its own, which the caller gets
@@ -125,7 +130,7 @@ impl Adapter {
         let default = self.inner.limits.default_timeout;
         let (deadline, timeout) = (ctx.deadline_from(started, default), ctx.timeout(default));
         let cancel = ctx.cancel_token();
-        self.pipeline(method, started, async {
+        let body = pin!(async {
             let mut lease = self
                 .lease_dedicated(method, deadline, timeout, cancel)
                 .await?;
@@ -139,8 +144,8 @@ impl Adapter {
             )
             .await?;
             Ok((r, lease))
-        })
-        .await
+        });
+        self.pipeline(method, started, body).await
     }
 
     /// The span every call runs in.
@@ -295,12 +300,14 @@ pub(crate) async fn create(
 /// never wait in the host, and making a tokio timer takes (and later drops)
 /// a reference to the runtime's handle, two locked instructions and a
 /// thread-local lookup on every call (docs/benchmarks.md, issue 18).
+///
+/// `call` comes pinned by the caller, which holds it once (see
+/// [`Adapter::pipeline`]).
 async fn race<T>(
-    call: impl Future<Output = T>,
+    mut call: Pin<&mut impl Future<Output = T>>,
     deadline: Option<Instant>,
     cancel: &CancellationToken,
 ) -> Option<T> {
-    let mut call = pin!(call);
     let mut timer = pin!(None::<tokio::time::Sleep>);
     // Nothing runs until polled: no waiter is registered with the token.
     let mut cancelled = pin!(cancelled_then_grace(cancel));
@@ -423,7 +430,7 @@ async fn guarded<T>(
     store.data().stderr.clear_tail();
     store.set_epoch_deadline(1);
 
-    let outcome = race(f(&mut *store), deadline, cancel).await;
+    let outcome = race(pin!(f(&mut *store)), deadline, cancel).await;
     let stopped = store.data().env.call.stopped;
     store.data_mut().env.call.finish();
 

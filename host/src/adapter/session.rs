@@ -46,19 +46,16 @@ impl ExecSession {
     ) -> Result<R, CallError> {
         let (adapter, lease, session) = (&self.adapter, &mut self.lease, self.session);
         let default = adapter.inner.limits.default_timeout;
+        let body = std::pin::pin!(run(
+            lease.instance(),
+            &adapter.inner.identity.name,
+            method,
+            ctx.deadline(default),
+            ctx.cancel_token(),
+            async |g, s| f(g, s, session).await,
+        ));
         adapter
-            .pipeline(
-                method,
-                std::time::Instant::now(),
-                run(
-                    lease.instance(),
-                    &adapter.inner.identity.name,
-                    method,
-                    ctx.deadline(default),
-                    ctx.cancel_token(),
-                    async |g, s| f(g, s, session).await,
-                ),
-            )
+            .pipeline(method, std::time::Instant::now(), body)
             .await
     }
 

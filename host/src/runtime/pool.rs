@@ -140,6 +140,7 @@ impl Pool {
         self.lock_idle().len() + usize::from(self.hot.is_occupied())
     }
 
+    #[expect(clippy::vec_box, reason = "see `Pool::idle`")]
     fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<Box<Instance>>> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
