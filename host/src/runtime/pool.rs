@@ -340,10 +340,17 @@ impl Pool {
     /// idle are `max_idle` already (the hot slot counted), and releases the
     /// permit: after the instance is in the list, so that the caller the
     /// permit goes to finds it there.
+    ///
+    /// The hot slot is counted as it is now, not as always full: instances
+    /// are shelved while callers wait, when the slot is empty, and counting
+    /// it full then dropped an instance the next waiter had to make again.
+    /// A returner may fill the slot just after, so for an instant the idle
+    /// can be one over `max_idle`; the next shelving drops it.
     fn shelve(&self, instance: Box<Instance>) {
         let spare = {
             let mut idle = self.lock_idle();
-            if idle.len() + 1 < self.factory.limits.max_idle as usize {
+            let hot = usize::from(self.hot.is_occupied());
+            if idle.len() + hot < self.factory.limits.max_idle as usize {
                 idle.push(instance);
                 None
             } else {
