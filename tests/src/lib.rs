@@ -19,6 +19,9 @@ pub mod components;
 /// Plans and references the tests build.
 pub mod plans;
 
+/// The test adapter component in a host of its own, and what its calls report.
+pub mod test_adapter;
+
 /// The kube-probe adapter against the test cluster.
 pub mod probe;
 

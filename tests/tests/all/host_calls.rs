@@ -7,22 +7,13 @@ use pando_host::types::{
     BundleEvent, DestroyOptions, Error as AdapterError, ExecRequest, LogOptions, RunRequest,
     TerminalSize, TrialRequest, VolumeHandle, VolumeRequest, WatchEnd, WorkloadPhase,
 };
-use pando_host::{Adapter, CallContext, CallError, CancellationToken, Host, LoadOptions};
-use pando_tests::components;
+use pando_host::{Adapter, CallContext, CallError, CancellationToken, Limits};
 use pando_tests::plans::{bundle, plan, workload, wref};
+use pando_tests::test_adapter;
 use tokio::sync::mpsc;
 
 async fn adapter() -> (Adapter, tempfile::TempDir) {
-    let cache = tempfile::tempdir().expect("tempdir");
-    let host = Host::builder()
-        .cache_dir(cache.path())
-        .build()
-        .expect("host");
-    let adapter = host
-        .load_file(&components::test_adapter(), LoadOptions::default())
-        .await
-        .expect("test adapter loads");
-    (adapter, cache)
+    test_adapter::load(Limits::default()).await
 }
 
 fn ctx() -> CallContext {

@@ -3,45 +3,17 @@
 
 use std::time::{Duration, Instant};
 
-use pando_host::types::{Error as AdapterError, ObservedBundle};
-use pando_host::{Adapter, CallContext, CallError, CancellationToken, Host, Limits, LoadOptions};
-use pando_tests::components;
+use pando_host::types::Error as AdapterError;
+use pando_host::{Adapter, CallContext, CallError, CancellationToken, Limits};
 use pando_tests::plans::{bundle, plan};
-
-async fn adapter_with(limits: Limits) -> (Adapter, tempfile::TempDir) {
-    let cache = tempfile::tempdir().expect("tempdir");
-    let host = Host::builder()
-        .cache_dir(cache.path())
-        .build()
-        .expect("host");
-    let adapter = host
-        .load_file(
-            &components::test_adapter(),
-            LoadOptions {
-                limits,
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("test adapter loads");
-    (adapter, cache)
-}
+use pando_tests::test_adapter::{self, calls};
 
 async fn adapter() -> (Adapter, tempfile::TempDir) {
-    adapter_with(Limits::default()).await
+    test_adapter::load(Limits::default()).await
 }
 
 fn ctx() -> CallContext {
     CallContext::default().with_timeout(Duration::from_secs(20))
-}
-
-/// The instance's call count, as the test adapter reports it.
-fn calls(observed: &ObservedBundle) -> u64 {
-    let reason = &observed.workloads[0].reason;
-    reason
-        .strip_prefix("calls=")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected reason {reason:?}"))
 }
 
 async fn count(a: &Adapter) -> u64 {
@@ -93,7 +65,7 @@ async fn a_loop_hits_the_deadline_and_the_next_call_works() {
 
 #[tokio::test]
 async fn a_memory_bomb_is_stopped_at_the_limit() {
-    let (a, _c) = adapter_with(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         memory_bytes: 64 << 20,
         ..Limits::default()
     })
@@ -202,7 +174,7 @@ async fn a_guest_ignoring_cancellation_is_stopped_after_the_grace() {
 
 #[tokio::test]
 async fn an_instance_is_replaced_after_its_call_quota() {
-    let (a, _c) = adapter_with(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         max_calls_per_instance: 3,
         ..Limits::default()
     })
@@ -215,7 +187,7 @@ async fn an_instance_is_replaced_after_its_call_quota() {
 
 #[tokio::test]
 async fn an_adapter_that_keeps_crashing_is_quarantined_and_let_back() {
-    let (a, _c) = adapter_with(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         quarantine_after: 3,
         quarantine_backoff: Duration::from_millis(500),
         ..Limits::default()
@@ -245,7 +217,7 @@ async fn an_adapter_that_keeps_crashing_is_quarantined_and_let_back() {
 /// that crashes counts toward quarantine like any other call.
 #[tokio::test]
 async fn a_crash_in_an_exec_session_counts_toward_quarantine() {
-    let (a, _c) = adapter_with(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         quarantine_after: 1,
         quarantine_backoff: Duration::from_secs(60),
         ..Limits::default()

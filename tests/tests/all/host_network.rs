@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use pando_host::{CallContext, Host, LoadOptions};
-use pando_tests::components;
+use pando_host::{CallContext, Limits};
 use pando_tests::plans::plan;
+use pando_tests::test_adapter;
 
 #[tokio::test]
 async fn sockets_are_lent_without_a_network() {
@@ -15,15 +15,8 @@ async fn sockets_are_lent_without_a_network() {
     listener.set_nonblocking(true).expect("nonblocking");
     let addr = listener.local_addr().expect("addr");
 
-    let cache = tempfile::tempdir().expect("tempdir");
-    let host = Host::builder()
-        .cache_dir(cache.path())
-        .build()
-        .expect("host");
-    let adapter = host
-        .load_file(&components::test_adapter(), LoadOptions::default())
-        .await
-        .expect("an adapter importing wasi:sockets loads");
+    // Loading at all shows an adapter importing wasi:sockets is accepted.
+    let (adapter, _cache) = test_adapter::load(Limits::default()).await;
     assert!(
         adapter
             .shape()

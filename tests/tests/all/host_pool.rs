@@ -8,29 +8,9 @@
 use std::time::Duration;
 
 use futures::future::join_all;
-use pando_host::types::ObservedBundle;
-use pando_host::{Adapter, CallContext, CallError, CancellationToken, Host, Limits, LoadOptions};
-use pando_tests::components;
+use pando_host::{Adapter, CallContext, CallError, CancellationToken, Limits};
 use pando_tests::plans::{bundle, plan};
-
-async fn adapter_with(limits: Limits) -> (Adapter, tempfile::TempDir) {
-    let cache = tempfile::tempdir().expect("tempdir");
-    let host = Host::builder()
-        .cache_dir(cache.path())
-        .build()
-        .expect("host");
-    let adapter = host
-        .load_file(
-            &components::test_adapter(),
-            LoadOptions {
-                limits,
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("test adapter loads");
-    (adapter, cache)
-}
+use pando_tests::test_adapter::{self, calls};
 
 fn ctx() -> CallContext {
     CallContext::default().with_timeout(Duration::from_secs(20))
@@ -53,6 +33,19 @@ async fn sleepers(a: &Adapter, n: usize, ms: u64) -> Vec<Result<(), CallError>> 
         .collect()
 }
 
+/// A call holding the adapter's one instance for `ms` in the guest, once
+/// it has it (given 100 ms to start).
+async fn holding(
+    a: &Adapter,
+    ms: u64,
+) -> tokio::task::JoinHandle<Result<pando_host::types::BundleHandle, CallError>> {
+    let a = a.clone();
+    let holder =
+        tokio::spawn(async move { a.apply(&ctx(), &plan(&format!("sleep-{ms}"), &[])).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    holder
+}
+
 /// The adapter's counter `name` (`pando_adapter_instances_<name>_total`).
 fn instances(a: &Adapter, name: &str) -> u64 {
     let metric = format!("pando_adapter_instances_{name}_total{{");
@@ -67,17 +60,12 @@ fn instances(a: &Adapter, name: &str) -> u64 {
 /// The call count of the instance that serves this observe, as the test
 /// adapter reports it.
 async fn calls_on_next_instance(a: &Adapter) -> u64 {
-    let observed: ObservedBundle = a.observe(&ctx(), &bundle("x")).await.expect("observe");
-    let reason = &observed.workloads[0].reason;
-    reason
-        .strip_prefix("calls=")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected reason {reason:?}"))
+    calls(&a.observe(&ctx(), &bundle("x")).await.expect("observe"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_beyond_max_instances_wait_and_the_budget_is_never_exceeded() {
-    let (a, _c) = adapter_with(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         max_instances: 2,
         max_idle: 2,
         ..Limits::default()
@@ -94,7 +82,7 @@ async fn calls_beyond_max_instances_wait_and_the_budget_is_never_exceeded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_instance_serves_every_waiter_in_turn() {
-    let (a, _c) = adapter_with(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         max_instances: 1,
         ..Limits::default()
     })
@@ -109,7 +97,7 @@ async fn one_instance_serves_every_waiter_in_turn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_instances_stay_within_max_idle() {
-    let (a, _c) = adapter_with(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         max_instances: 4,
         max_idle: 2,
         ..Limits::default()
@@ -129,16 +117,12 @@ async fn idle_instances_stay_within_max_idle() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_past_its_deadline_fails_typed_and_costs_the_pool_nothing() {
-    let (a, _c) = adapter_with(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         max_instances: 1,
         ..Limits::default()
     })
     .await;
-    let holder = {
-        let a = a.clone();
-        tokio::spawn(async move { a.apply(&ctx(), &plan("sleep-1000", &[])).await })
-    };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let holder = holding(&a, 1000).await;
     let short = CallContext::default().with_timeout(Duration::from_millis(200));
     let err = a
         .apply(&short, &plan("x", &[]))
@@ -152,16 +136,12 @@ async fn a_waiter_past_its_deadline_fails_typed_and_costs_the_pool_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_cancelled_or_dropped_take_nothing_with_them() {
-    let (a, _c) = adapter_with(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         max_instances: 1,
         ..Limits::default()
     })
     .await;
-    let holder = {
-        let a = a.clone();
-        tokio::spawn(async move { a.apply(&ctx(), &plan("sleep-600", &[])).await })
-    };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let holder = holding(&a, 600).await;
 
     let cancel = CancellationToken::new();
     let cancelled = {

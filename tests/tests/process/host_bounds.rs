@@ -12,6 +12,7 @@ use std::time::Duration;
 use pando_host::{Adapter, CallContext, CallError, Grants, Host, Limits, LoadOptions};
 use pando_tests::memory::{mib, open_fds, peak, reset_peak, rss};
 use pando_tests::plans::{bundle, plan};
+use pando_tests::test_adapter::{self, calls};
 use pando_tests::{components, probe};
 
 const MIB: u64 = 1 << 20;
@@ -93,37 +94,13 @@ async fn a_huge_body_is_refused_before_the_host_parses_it() {
     assert!(small.starts_with("error:ApiError::Transport"), "{small}");
 }
 
-async fn test_adapter(limits: Limits) -> (Adapter, tempfile::TempDir) {
-    let cache = tempfile::tempdir().expect("tempdir");
-    let host = Host::builder()
-        .cache_dir(cache.path())
-        .build()
-        .expect("host");
-    let adapter = host
-        .load_file(
-            &components::test_adapter(),
-            LoadOptions {
-                limits,
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("test adapter loads");
-    (adapter, cache)
-}
-
 fn ctx() -> CallContext {
     CallContext::default().with_timeout(Duration::from_secs(30))
 }
 
 /// The instance's call count, as the test adapter's `observe` reports it.
 async fn count(a: &Adapter) -> u64 {
-    let observed = a.observe(&ctx(), &bundle("x")).await.expect("observe");
-    let reason = &observed.workloads[0].reason;
-    reason
-        .strip_prefix("calls=")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected reason {reason:?}"))
+    calls(&a.observe(&ctx(), &bundle("x")).await.expect("observe"))
 }
 
 /// wasmtime's hostcall fuel, set from `limits.hostcall_bytes`: a result
@@ -131,7 +108,7 @@ async fn count(a: &Adapter) -> u64 {
 #[tokio::test]
 async fn a_value_over_hostcall_bytes_traps_naming_the_limit() {
     let _serial = pando_tests::memory::MEASURING.lock().await;
-    let (a, _c) = test_adapter(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         hostcall_bytes: 8 * MIB,
         quarantine_after: 1000,
         ..Limits::default()
@@ -223,8 +200,8 @@ async fn apply(a: &Adapter, id: &str) -> Result<String, CallError> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn from_bytes_past_the_budget_fails_typed_and_memory_stays_bounded() {
     let _serial = pando_tests::memory::MEASURING.lock().await;
-    let (a, _c1) = test_adapter(Limits::default()).await;
-    let (neighbour, _c2) = test_adapter(Limits::default()).await;
+    let (a, _c1) = test_adapter::load(Limits::default()).await;
+    let (neighbour, _c2) = test_adapter::load(Limits::default()).await;
     assert_eq!(count(&a).await, 1);
     assert_eq!(count(&neighbour).await, 1);
     let budget = Limits::default().stream_buffer_bytes;
@@ -275,7 +252,7 @@ async fn from_bytes_past_the_budget_fails_typed_and_memory_stays_bounded() {
 #[tokio::test]
 async fn streams_kept_past_the_call_discard_their_instance() {
     let _serial = pando_tests::memory::MEASURING.lock().await;
-    let (a, _c) = test_adapter(Limits::default()).await;
+    let (a, _c) = test_adapter::load(Limits::default()).await;
     assert_eq!(count(&a).await, 1);
     let got = apply(&a, "keep-from-bytes-4-1024").await.expect("returns");
     assert_eq!(holdings(&got).0, 4, "{got}");
@@ -293,7 +270,7 @@ async fn pipes_past_max_streams_fail_typed() {
         max_streams: 64,
         ..Limits::default()
     };
-    let (a, _c) = test_adapter(limits).await;
+    let (a, _c) = test_adapter::load(limits).await;
     let fds = open_fds();
     let got = apply(&a, "pipes-100").await.expect("returns");
     let (ok, failed, error) = holdings(&got);
@@ -311,7 +288,7 @@ async fn pipes_past_max_streams_fail_typed() {
 #[tokio::test]
 async fn handles_past_max_handles_trap_naming_the_limit() {
     let _serial = pando_tests::memory::MEASURING.lock().await;
-    let (a, _c) = test_adapter(Limits {
+    let (a, _c) = test_adapter::load(Limits {
         max_handles: 64,
         quarantine_after: 1000,
         ..Limits::default()

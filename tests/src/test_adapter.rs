@@ -1,0 +1,35 @@
+use pando_host::types::ObservedBundle;
+use pando_host::{Adapter, Host, Limits, LoadOptions};
+
+use crate::components;
+
+/// The test adapter loaded with `limits` in a host of its own, whose compile
+/// cache lives in the returned directory (keep it for the adapter's life).
+pub async fn load(limits: Limits) -> (Adapter, tempfile::TempDir) {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = Host::builder()
+        .cache_dir(cache.path())
+        .build()
+        .expect("host");
+    let adapter = host
+        .load_file(
+            &components::test_adapter(),
+            LoadOptions {
+                limits,
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("test adapter loads");
+    (adapter, cache)
+}
+
+/// The serving instance's call count, as the test adapter's `observe`
+/// reports it (`calls=N` in the first workload's reason).
+pub fn calls(observed: &ObservedBundle) -> u64 {
+    let reason = &observed.workloads[0].reason;
+    reason
+        .strip_prefix("calls=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected reason {reason:?}"))
+}
