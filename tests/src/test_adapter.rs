@@ -1,5 +1,5 @@
 use pando_host::types::ObservedBundle;
-use pando_host::{Adapter, Host, Limits, LoadOptions};
+use pando_host::{Adapter, Host, Limits, LoadError, LoadOptions};
 
 use crate::components;
 
@@ -11,17 +11,21 @@ pub async fn load(limits: Limits) -> (Adapter, tempfile::TempDir) {
         .cache_dir(cache.path())
         .build()
         .expect("host");
-    let adapter = host
-        .load_file(
-            &components::test_adapter(),
-            LoadOptions {
-                limits,
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("test adapter loads");
+    let adapter = load_into(&host, limits).await.expect("test adapter loads");
     (adapter, cache)
+}
+
+/// The test adapter loaded with `limits` into `host`, the load's result as
+/// it is (for tests that expect a refusal).
+pub async fn load_into(host: &Host, limits: Limits) -> Result<Adapter, LoadError> {
+    host.load_file(
+        &components::test_adapter(),
+        LoadOptions {
+            limits,
+            ..LoadOptions::default()
+        },
+    )
+    .await
 }
 
 /// The serving instance's call count, as the test adapter's `observe`

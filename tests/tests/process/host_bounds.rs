@@ -161,14 +161,7 @@ async fn limits_below_the_smallest_accepted_are_refused_at_load() {
             "limits.max_handles",
         ),
     ] {
-        let err = host
-            .load_file(
-                &components::test_adapter(),
-                LoadOptions {
-                    limits,
-                    ..LoadOptions::default()
-                },
-            )
+        let err = test_adapter::load_into(&host, limits)
             .await
             .expect_err("refused");
         assert!(err.to_string().contains(field), "{err}");

@@ -58,11 +58,7 @@ async fn count(a: &Adapter) -> u64 {
         .observe(&ctx(Duration::from_secs(20)), &bundle("x"))
         .await
         .expect("observe");
-    let reason = &observed.workloads[0].reason;
-    reason
-        .strip_prefix("calls=")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected reason {reason:?}"))
+    pando_tests::test_adapter::calls(&observed)
 }
 
 /// The most the process's memory may grow during a test beyond what the
