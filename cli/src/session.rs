@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use pando_host::limits::Limits;
 use pando_host::{Adapter, CallContext, Grants, Host, LoadOptions, LoadProgress, ProgressHook};
+use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::args::Global;
@@ -161,14 +162,26 @@ pub fn long_context(timeout: Option<Duration>, cancel: &CancellationToken) -> Ca
 
 /// Cancels `token` on the first Ctrl-C; a second one ends the process
 /// (exit 130).
+///
+/// The handler is installed before this returns, not when the spawned task
+/// is first polled: a verb that goes on without yielding (an `exec -t -i`
+/// that puts the terminal in raw mode) could otherwise take an interrupt
+/// under the default action, which kills the process with the terminal raw.
 pub fn cancel_on_interrupt(token: CancellationToken) {
+    let mut interrupts = match signal(SignalKind::interrupt()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "Ctrl-C cannot cancel calls: installing its handler failed");
+            return;
+        }
+    };
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
+        if interrupts.recv().await.is_none() {
             return;
         }
         eprintln!("interrupted: cancelling the call (Ctrl-C again to quit now)");
         token.cancel();
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if interrupts.recv().await.is_some() {
             // `exit` runs no destructors: an `exec -t -i` terminal is put back here.
             crate::terminal::restore();
             std::process::exit(130);
