@@ -239,10 +239,10 @@ async fn r023_r025_only_the_app_itself_and_pandos_server_reach_it_by_packets() {
     let by_name = format!("http://{}:{}/", upstream.host, upstream.port);
 
     // The app's own workloads reach each other.
-    assert!(
-        node::reaches(&admin, &ns, "client", &by_ip).await,
-        "client → web in the app"
-    );
+    node::eventually("client → web in the app", || {
+        node::reaches(&admin, &ns, "client", &by_ip)
+    })
+    .await;
 
     // Pando's server, in Pando's namespace with Pando's label, reaches the upstream's name.
     node::ensure_namespace(&admin, "pando-system").await;
@@ -255,10 +255,10 @@ async fn r023_r025_only_the_app_itself_and_pandos_server_reach_it_by_packets() {
     )
     .await;
     node::run(&admin, "pando-system", node::shell_pod(&other, &[], SLEEP)).await;
-    assert!(
-        node::reaches(&admin, "pando-system", &server, &by_name).await,
-        "Pando's server reaches {by_name}"
-    );
+    node::eventually(&format!("Pando's server reaches {by_name}"), || {
+        node::reaches(&admin, "pando-system", &server, &by_name)
+    })
+    .await;
     // The same namespace without Pando's label, another namespace: refused, by name and by IP.
     for url in [&by_name, &by_ip] {
         assert!(
@@ -368,10 +368,12 @@ async fn r026_nothing_of_an_app_answers_the_outside() {
         .expect("apply");
     let web = app_pod(&admin, &ns, "web").await;
     let (control_ns, control_ip) = control(&admin, "node-r026-control").await;
-    assert!(
-        node::outside_reaches(&format!("http://{control_ip}:8080/")),
-        "the outside host reaches a pod without a policy: the route is there"
-    );
+    let control_url = format!("http://{control_ip}:8080/");
+    node::eventually(
+        "the outside host reaches a pod without a policy: the route is there",
+        || async { node::outside_reaches(&control_url) },
+    )
+    .await;
     assert!(
         !node::outside_reaches(&format!("http://{}:8080/", node::ip(&web))),
         "nothing of the app answers the outside host (R-026)"
@@ -394,40 +396,32 @@ async fn egress_open_reaches_the_outside_and_never_the_cluster() {
     app_pod(&admin, &ns, "client").await;
     let (control_ns, control_ip) = control(&admin, "node-open-control").await;
 
-    assert!(
-        node::reaches(&admin, &ns, "client", "http://allowed.outside.test/").await,
-        "an open app reaches the outside host by name (cluster DNS, then out)"
-    );
-    assert!(
-        node::reaches(
-            &admin,
-            &ns,
-            "client",
-            &format!("http://{}/", node::OUTSIDE_IP)
-        )
-        .await,
-        "and by address"
-    );
+    node::eventually(
+        "an open app reaches the outside host by name (cluster DNS, then out)",
+        || node::reaches(&admin, &ns, "client", "http://allowed.outside.test/"),
+    )
+    .await;
+    let outside_ip = format!("http://{}/", node::OUTSIDE_IP);
+    node::eventually("and by address", || {
+        node::reaches(&admin, &ns, "client", &outside_ip)
+    })
+    .await;
     // The cluster is not "the outside": another namespace's pod, the API server's Service.
+    let control_url = format!("http://{control_ip}:8080/");
+    node::eventually("the control pod serves", || {
+        node::reaches(&admin, &control_ns.name, "control", &control_url)
+    })
+    .await;
     assert!(
-        node::reaches(
-            &admin,
-            &control_ns.name,
-            "control",
-            &format!("http://{control_ip}:8080/")
-        )
-        .await,
-        "the control pod serves"
-    );
-    assert!(
-        !node::reaches(&admin, &ns, "client", &format!("http://{control_ip}:8080/")).await,
+        !node::reaches(&admin, &ns, "client", &control_url).await,
         "an open app never reaches another namespace's pod"
     );
     let api = node::KUBERNETES_SERVICE;
-    assert!(
-        node::connects(&admin, &control_ns.name, "control", api.0, api.1).await,
-        "a pod without a policy connects to the API server's Service"
-    );
+    node::eventually(
+        "a pod without a policy connects to the API server's Service",
+        || node::connects(&admin, &control_ns.name, "control", api.0, api.1),
+    )
+    .await;
     assert!(
         !node::connects(&admin, &ns, "client", api.0, api.1).await,
         "an open app never connects to the API server"

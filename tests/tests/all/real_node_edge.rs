@@ -197,10 +197,11 @@ async fn r174_the_edge_serves_on_the_real_nodes_node_ports_once_observe_says_so(
         );
     }
     // From "the outside", the stand-in for the internet: the edge is what it reaches.
-    assert!(
-        node::outside_reaches(&format!("http://{http}/")),
-        "the outside host reaches the edge's node port"
-    );
+    let url = format!("http://{http}/");
+    node::eventually("the outside host reaches the edge's node port", || async {
+        node::outside_reaches(&url)
+    })
+    .await;
     a.remove_edge(&ctx(), &name).await.expect("remove_edge");
 }
 
@@ -313,10 +314,11 @@ async fn r174_the_edge_reaches_pandos_proxy_by_its_alias_and_nothing_else() {
     .await;
     // And the API server, which api_server_cidr names.
     let api = node::KUBERNETES_SERVICE;
-    assert!(
-        node::connects(&admin, NS, &edge, api.0, api.1).await,
-        "with api_server_cidr the edge connects to the API server's Service"
-    );
+    node::eventually(
+        "with api_server_cidr the edge connects to the API server's Service",
+        || node::connects(&admin, NS, &edge, api.0, api.1),
+    )
+    .await;
     // Nothing else, each of which the proxy's own pod (no policy) reaches.
     let other_port = format!("http://{}:9090/", node::ip(&proxy));
     let outside = format!("http://{}/", node::OUTSIDE_IP);
@@ -342,10 +344,12 @@ async fn r174_the_edge_reaches_pandos_proxy_by_its_alias_and_nothing_else() {
         .and_then(|rest| rest.split(',').next())
         .unwrap_or_default()
         .to_owned();
-    assert!(
-        node::outside_reaches(&format!("http://{NODE_IP}:{http_port}/")),
-        "the outside host reaches the edge's node port {http_port} ({serving:?})"
-    );
+    let url = format!("http://{NODE_IP}:{http_port}/");
+    node::eventually(
+        &format!("the outside host reaches the edge's node port {http_port} ({serving:?})"),
+        || async { node::outside_reaches(&url) },
+    )
+    .await;
 
     // Without api_server_cidr the edge's policy no longer lets it reach the API server.
     let (b, _hb) = node::load_adapter_with(&alias_config(&service, false)).await;

@@ -183,10 +183,11 @@ async fn reach(admin: &Client, ns: &str, web: &Pod, prefix: &str) -> Reach {
         })
         .await;
     }
-    assert!(
-        node::connects(admin, &control_ns.name, "prober", api.0, api.1).await,
-        "a pod without a policy connects to the API server's Service"
-    );
+    eventually(
+        "a pod without a policy connects to the API server's Service",
+        || node::connects(admin, &control_ns.name, "prober", api.0, api.1),
+    )
+    .await;
     // The allowed address first: once it answers the app's path is up, and every refusal
     // after it is the policy's.
     let seen = Reach {
