@@ -22,6 +22,7 @@ pub mod bindings;
 pub mod call;
 pub mod capability;
 pub mod check;
+mod clock;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -29,6 +29,7 @@ use super::classify::{classify, deadline_error};
 use crate::bindings::v0_1::KubernetesAdapter;
 use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
 use crate::call::CallContext;
+use crate::clock::{Deadline, Stamp};
 use crate::error::CallError;
 use crate::runtime::instance::{Factory, Instance};
 use crate::runtime::pool::Lease;
@@ -55,7 +56,7 @@ impl Adapter {
     pub(super) async fn pipeline<T>(
         &self,
         method: &'static str,
-        started: Instant,
+        started: Stamp,
         body: Pin<&mut impl Future<Output = Result<T, CallError>>>,
     ) -> Result<T, CallError> {
         let span = self.span(method);
@@ -86,13 +87,20 @@ impl Adapter {
         after: After,
         f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
     ) -> Result<R, CallError> {
-        let started = Instant::now();
-        let default = self.inner.limits.default_timeout;
-        let (deadline, timeout) = (ctx.deadline_from(started, default), ctx.timeout(default));
+        // One clock reading for the deadline and the call's duration, and
+        // the deadline left unconverted (`crate::clock`).
+        let started = Stamp::now();
+        let timeout = ctx.timeout(self.inner.limits.default_timeout);
+        let deadline = timeout.map(|t| Deadline::after(started, t));
         let cancel = ctx.cancel_token();
-        // One clock reading for the deadline and the call's duration.
         let body = pin!(async {
-            let mut lease = self.lease(method, deadline, timeout, cancel).await?;
+            self.inner.breaker.admit(&self.inner.identity.name)?;
+            // The hot slot's instance with no lease future made and polled
+            // (docs/benchmarks.md, "The call's clock"); the full lease else.
+            let mut lease = match self.inner.pool.lease_hot() {
+                Some(lease) => lease,
+                None => self.lease(method, deadline, timeout, cancel).await?,
+            };
             if after == After::Discard {
                 lease.discard_after();
             }
@@ -126,9 +134,12 @@ impl Adapter {
         method: &'static str,
         f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
     ) -> Result<(R, Lease<'static>), CallError> {
-        let started = Instant::now();
+        // A dedicated call makes an instance, tens of microseconds: its
+        // deadline is made an `Instant` at once.
+        let now = Instant::now();
         let default = self.inner.limits.default_timeout;
-        let (deadline, timeout) = (ctx.deadline_from(started, default), ctx.timeout(default));
+        let (deadline, timeout) = (ctx.deadline_from(now, default), ctx.timeout(default));
+        let started = Stamp::Instant(now);
         let cancel = ctx.cancel_token();
         let body = pin!(async {
             let mut lease = self
@@ -159,20 +170,23 @@ impl Adapter {
         )
     }
 
-    /// A pooled instance for one call, unless the adapter is quarantined.
+    /// A pooled instance for one call that the hot slot did not serve (the
+    /// caller has admitted it past the quarantine).
     async fn lease(
         &self,
         method: &'static str,
-        deadline: Option<Instant>,
+        deadline: Option<Deadline>,
         timeout: Option<Duration>,
         cancel: &CancellationToken,
     ) -> Result<Lease<'_>, CallError> {
-        self.inner.breaker.admit(&self.inner.identity.name)?;
         let pool = &self.inner.pool;
         // Boxed: making an instance is the rare path, and its future
         // (instantiate, then configure) inline made every call's future
         // kilobytes larger, moved on every call.
-        let make = async || Box::pin(create(&pool.factory, deadline, cancel)).await;
+        let make = async || {
+            let deadline = deadline.and_then(|d| d.instant());
+            Box::pin(create(&pool.factory, deadline, cancel)).await
+        };
         pool.lease(method, deadline, timeout, cancel, make).await
     }
 
@@ -198,7 +212,7 @@ impl Adapter {
         span: &tracing::Span,
         method: &'static str,
         result: &Result<R, CallError>,
-        started: Instant,
+        started: Stamp,
     ) {
         self.inner.breaker.record(&self.inner.identity.name, result);
         let took = started.elapsed();
@@ -305,7 +319,7 @@ pub(crate) async fn create(
 /// [`Adapter::pipeline`]).
 async fn race<T>(
     mut call: Pin<&mut impl Future<Output = T>>,
-    deadline: Option<Instant>,
+    mut deadline: Option<Deadline>,
     cancel: &CancellationToken,
 ) -> Option<T> {
     let mut timer = pin!(None::<tokio::time::Sleep>);
@@ -315,15 +329,15 @@ async fn race<T>(
         if let Poll::Ready(r) = call.as_mut().poll(cx) {
             return Poll::Ready(Some(r));
         }
-        if let Some(d) = deadline {
-            if timer.is_none() {
-                timer.set(Some(tokio::time::sleep_until(d.into())));
-            }
-            if let Some(t) = timer.as_mut().as_pin_mut()
-                && t.poll(cx).is_ready()
-            {
-                return Poll::Ready(None);
-            }
+        // Converted once, on the first wait; past what an `Instant` holds
+        // it is no deadline.
+        if let Some(at) = deadline.take().and_then(|d| d.instant()) {
+            timer.set(Some(tokio::time::sleep_until(at.into())));
+        }
+        if let Some(t) = timer.as_mut().as_pin_mut()
+            && t.poll(cx).is_ready()
+        {
+            return Poll::Ready(None);
         }
         match cancelled.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(None),
@@ -349,7 +363,10 @@ async fn run_bare(
     f: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<KubernetesAdapter>,
 ) -> Result<Instance, CallError> {
     let timeout = remaining(deadline);
-    match guarded(&mut store, adapter, method, deadline, timeout, cancel, f).await {
+    let deadline = deadline.map(Deadline::at);
+    begin(&mut store, deadline, cancel);
+    let outcome = race(pin!(f(&mut store)), deadline, cancel).await;
+    match conclude(&mut store, adapter, method, timeout, cancel, outcome) {
         Ok(bindings) => Ok(Instance::new(store, bindings)),
         Err((e, _)) => Err(e),
     }
@@ -371,16 +388,22 @@ pub(crate) async fn run<R>(
     f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
 ) -> Result<R, CallError> {
     let timeout = remaining(deadline);
+    let deadline = deadline.map(Deadline::at);
     run_timed(inst, adapter, method, deadline, timeout, cancel, f).await
 }
 
 /// [`run`] for a caller that knows the call's timeout already: one clock
 /// reading fewer on the path of every ordinary call.
+///
+/// The guest's future is raced as `f` made it: set-up and conclusion are
+/// plain functions around the race, not an async layer with a closure
+/// wrapping `f` (each such layer is a future made, polled and dropped on
+/// every call; docs/benchmarks.md, "The call's clock").
 async fn run_timed<R>(
     inst: &mut Instance,
     adapter: &str,
     method: &'static str,
-    deadline: Option<Instant>,
+    deadline: Option<Deadline>,
     timeout: Option<Duration>,
     cancel: &CancellationToken,
     f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
@@ -392,16 +415,9 @@ async fn run_timed<R>(
         store, bindings, ..
     } = inst;
     let guest = bindings.pando_runtime_adapter();
-    let result = guarded(
-        store,
-        adapter,
-        method,
-        deadline,
-        timeout,
-        cancel,
-        async |s: &mut Store<HostState>| f(guest, s).await,
-    )
-    .await;
+    begin(store, deadline, cancel);
+    let outcome = race(pin!(f(guest, &mut *store)), deadline, cancel).await;
+    let result = conclude(store, adapter, method, timeout, cancel, outcome);
     inst.in_call = false;
     match result {
         Ok(Ok(v)) => Ok(v),
@@ -413,31 +429,32 @@ async fn run_timed<R>(
     }
 }
 
-/// The common part: set the call up on the store, race it against the
-/// deadline and cancellation, classify a failure. The flag says whether the
-/// instance must be dropped.
-async fn guarded<T>(
-    store: &mut Store<HostState>,
-    adapter: &str,
-    method: &'static str,
-    deadline: Option<Instant>,
-    timeout: Option<Duration>,
-    cancel: &CancellationToken,
-    f: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<T>,
-) -> Result<T, (CallError, bool)> {
+/// Sets a call up on the store: its deadline and token for the imports and
+/// the epoch hook, a clean stderr tail, the epoch deadline.
+fn begin(store: &mut Store<HostState>, deadline: Option<Deadline>, cancel: &CancellationToken) {
     store.data_mut().env.call.begin(deadline, cancel);
     // A crash is explained by what this call wrote, not an earlier one's.
     store.data().stderr.clear_tail();
     store.set_epoch_deadline(1);
+}
 
-    let outcome = race(pin!(f(&mut *store)), deadline, cancel).await;
+/// Ends a call on the store and classifies a failure; `outcome` is the
+/// race's (`None`: the host gave up while the guest waited in an import).
+/// The flag says whether the instance must be dropped.
+fn conclude<T>(
+    store: &mut Store<HostState>,
+    adapter: &str,
+    method: &'static str,
+    timeout: Option<Duration>,
+    cancel: &CancellationToken,
+    outcome: Option<wasmtime::Result<T>>,
+) -> Result<T, (CallError, bool)> {
     let stopped = store.data().env.call.stopped;
     store.data_mut().env.call.finish();
 
     let err = match outcome {
         Some(Ok(v)) => return Ok(v),
         Some(Err(e)) => e,
-        // The host side gave up while the guest waited in an import.
         None => {
             let e = if cancel.is_cancelled() {
                 CallError::Cancelled {

@@ -55,7 +55,7 @@ impl ExecSession {
             async |g, s| f(g, s, session).await,
         ));
         adapter
-            .pipeline(method, std::time::Instant::now(), body)
+            .pipeline(method, crate::clock::Stamp::now(), body)
             .await
     }
 

@@ -39,7 +39,7 @@ impl Pollable for CancelPollable {
 
 impl Host for View<'_, Call> {
     async fn deadline(&mut self) -> wasmtime::Result<Option<u64>> {
-        Ok(self.env.call.deadline.map(|d| {
+        Ok(self.env.call.deadline().map(|d| {
             let since = d.saturating_duration_since(self.env.clock_base);
             u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
         }))
@@ -48,7 +48,7 @@ impl Host for View<'_, Call> {
     async fn cancelled(&mut self) -> wasmtime::Result<Resource<DynPollable>> {
         let p = CancelPollable {
             cancel: self.env.call.cancel.clone(),
-            deadline: self.env.call.deadline,
+            deadline: self.env.call.deadline(),
         };
         let r = self.env.table.push(p)?;
         subscribe(&mut self.env.table, r)

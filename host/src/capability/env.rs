@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 
 use crate::capability::held::{Held, HeldBudget};
+use crate::clock::Deadline;
 
 /// Why a running guest was stopped by the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +27,9 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
 /// The call in progress on a store.
 #[derive(Debug, Clone)]
 pub(crate) struct ActiveCall {
-    pub(crate) deadline: Option<Instant>,
+    /// Kept unconverted: most calls never ask it as an `Instant`
+    /// (`crate::clock`).
+    deadline: Option<Deadline>,
     pub(crate) cancel: CancellationToken,
     pub(crate) stopped: Option<Stopped>,
     /// When the epoch hook first saw the cancellation.
@@ -34,7 +37,7 @@ pub(crate) struct ActiveCall {
 }
 
 impl ActiveCall {
-    pub(crate) fn new(deadline: Option<Instant>, cancel: CancellationToken) -> Self {
+    pub(crate) fn new(deadline: Option<Deadline>, cancel: CancellationToken) -> Self {
         ActiveCall {
             deadline,
             cancel,
@@ -48,7 +51,7 @@ impl ActiveCall {
     /// is the same token (a caller that reuses its `CallContext`): cloning
     /// one takes its tree node's mutex, and dropping the old one again;
     /// together 3 % of a short call in a profile (docs/benchmarks.md).
-    pub(crate) fn begin(&mut self, deadline: Option<Instant>, cancel: &CancellationToken) {
+    pub(crate) fn begin(&mut self, deadline: Option<Deadline>, cancel: &CancellationToken) {
         if self.cancel != *cancel {
             self.cancel = cancel.clone();
         }
@@ -59,6 +62,11 @@ impl ActiveCall {
 
     pub(crate) fn idle() -> Self {
         Self::new(None, CancellationToken::new())
+    }
+
+    /// The call's deadline, if it has one (and it fits an `Instant`).
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.deadline.and_then(|d| d.instant())
     }
 
     /// Back to idle after a call. The call's token stays until the next
@@ -73,17 +81,17 @@ impl ActiveCall {
     /// Whether the call is over for the guest (cancelled or past its
     /// deadline): what `call.is-cancelled` answers.
     pub(crate) fn is_over(&self) -> bool {
-        self.cancel.is_cancelled() || self.deadline.is_some_and(|d| Instant::now() >= d)
+        self.cancel.is_cancelled() || self.deadline.is_some_and(|d| d.passed())
     }
 
     /// Whether the host must stop the guest now, and why: at the deadline,
     /// or [`CANCEL_GRACE`] after a cancellation.
     pub(crate) fn should_stop(&mut self) -> Option<Stopped> {
-        let now = Instant::now();
-        if self.deadline.is_some_and(|d| now >= d) {
+        if self.deadline.is_some_and(|d| d.passed()) {
             return Some(Stopped::Deadline);
         }
         if self.cancel.is_cancelled() {
+            let now = Instant::now();
             let seen = *self.cancel_seen.get_or_insert(now);
             if now.duration_since(seen) >= CANCEL_GRACE {
                 return Some(Stopped::Cancelled);
@@ -157,7 +165,10 @@ mod active_call_tests {
         assert!(call.cancel == first && call.stopped.is_none());
         // Another token: that one is watched, not the old one.
         let second = CancellationToken::new();
-        call.begin(Some(Instant::now()), &second);
+        call.begin(
+            Some(Deadline::at(Instant::now() + Duration::from_secs(60))),
+            &second,
+        );
         assert!(call.cancel == second);
         first.cancel();
         assert!(!call.cancel.is_cancelled());

@@ -124,6 +124,12 @@ fn spawn_ticker(engine: Engine, stop: Arc<AtomicBool>, first: MakeLinker) {
         .name("pando-epoch".into())
         .spawn(move || {
             first.run(&engine);
+            std::thread::sleep(EPOCH_TICK);
+            engine.increment_epoch();
+            // The call path's counter clock, calibrated here because its
+            // busy loop (half a millisecond, more under load) is too long
+            // for `build()`; this delays one tick by as much, once a process.
+            crate::clock::calibrate();
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(EPOCH_TICK);
                 engine.increment_epoch();

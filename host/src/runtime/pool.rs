@@ -25,6 +25,7 @@ use std::time::Instant;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Deadline;
 use crate::error::CallError;
 use crate::runtime::hot::HotSlot;
 use crate::runtime::instance::{Factory, Instance, sleep_until_opt};
@@ -150,21 +151,31 @@ impl Pool {
     pub(crate) async fn lease(
         &self,
         method: &'static str,
-        deadline: Option<Instant>,
+        deadline: Option<Deadline>,
         timeout: Option<std::time::Duration>,
         cancel: &CancellationToken,
         make: impl AsyncFnOnce() -> Result<Instance, CallError>,
     ) -> Result<Lease<'_>, CallError> {
-        // The common case: nobody waits, and the instance given back last is
-        // in the hot slot with its permit.
-        let instance = match self.take_hot_unless_waited_for() {
-            Some(i) => i,
-            None => {
-                self.lease_slow(method, deadline, timeout, cancel, make)
-                    .await?
-            }
-        };
+        if let Some(lease) = self.lease_hot() {
+            return Ok(lease);
+        }
+        // Waiting needs the deadline as an `Instant` (`crate::clock`).
+        let deadline = deadline.and_then(|d| d.instant());
+        let instance = self
+            .lease_slow(method, deadline, timeout, cancel, make)
+            .await?;
         Ok(Lease::new(
+            PoolRef::Borrowed(self),
+            instance,
+            Budget::Ordinary,
+        ))
+    }
+
+    /// The common case, with no future to make: nobody waits, and the
+    /// instance given back last is in the hot slot with its permit.
+    pub(crate) fn lease_hot(&self) -> Option<Lease<'_>> {
+        let instance = self.take_hot_unless_waited_for()?;
+        Some(Lease::new(
             PoolRef::Borrowed(self),
             instance,
             Budget::Ordinary,

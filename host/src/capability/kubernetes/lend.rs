@@ -63,7 +63,7 @@ impl Host for View<'_, Kubernetes> {
         let Some(kube) = self.this.clone() else {
             return Ok(Err(no_cluster()));
         };
-        let (adapter, deadline) = (&self.env.identity.name, self.env.call.deadline);
+        let (adapter, deadline) = (&self.env.identity.name, self.env.call.deadline());
         let send = async {
             let path = request.path.clone();
             let audit = Audit::start(&kube.denial_runs, adapter, "send", &path);
