@@ -146,8 +146,10 @@ impl Pool {
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Leases an instance for an ordinary call, waiting (within the deadline)
-    /// while every instance is busy; `make` makes one when none is idle.
+    /// Leases an instance for an ordinary call that [`Pool::lease_hot`] did
+    /// not serve, waiting (within the deadline) while every instance is
+    /// busy; `make` makes one when none is idle. The hot slot is looked at
+    /// again once this caller counts as waiting (`lease_slow`).
     pub(crate) async fn lease(
         &self,
         method: &'static str,
@@ -156,9 +158,6 @@ impl Pool {
         cancel: &CancellationToken,
         make: impl AsyncFnOnce() -> Result<Instance, CallError>,
     ) -> Result<Lease<'_>, CallError> {
-        if let Some(lease) = self.lease_hot() {
-            return Ok(lease);
-        }
         // Waiting needs the deadline as an `Instant` (`crate::clock`).
         let deadline = deadline.and_then(|d| d.instant());
         let instance = self
