@@ -146,18 +146,18 @@ fn record(
 ) {
     let (adapter, call) = (audit.adapter, audit.call);
     let latency = audit.started.elapsed();
-    let (verb, resource, namespace, name) = match request {
+    // Borrowed, not built: the event's fields are formatted only by a
+    // subscriber that takes the event.
+    let (verb, namespace, name) = match request {
         Some(ApiRequest::Resource { verb, target }) => (
-            verb.to_string(),
-            target.grant_spelling(),
-            target.namespace.clone().unwrap_or_default(),
-            target.name.clone().unwrap_or_default(),
+            verb.as_str(),
+            target.namespace.as_deref().unwrap_or_default(),
+            target.name.as_deref().unwrap_or_default(),
         ),
-        Some(ApiRequest::NonResource { path }) => {
-            ("get".into(), path.clone(), String::new(), String::new())
-        }
-        None => (String::new(), String::new(), String::new(), String::new()),
+        Some(ApiRequest::NonResource { .. }) => ("get", "", ""),
+        None => ("", "", ""),
     };
+    let resource = Resource(request);
     let cached = matches!(outcome, Outcome::Cached);
     let (decision, status, error) = match outcome {
         Outcome::Denied(why) => ("denied", 0u16, why),
@@ -172,10 +172,10 @@ fn record(
         target: "pando_host::audit",
         adapter,
         call,
-        verb = %verb,
+        verb,
         resource = %resource,
-        namespace = %namespace,
-        name = %name,
+        namespace,
+        name,
         path,
         decision,
         status,
@@ -186,6 +186,29 @@ fn record(
         latency_ms = latency.as_secs_f64() * 1e3,
         "kubernetes {call}"
     );
+}
+
+/// A request's resource as a grant spells it (`pods`, `apps/deployments`,
+/// `pods/log`), its path for a request that names none, or nothing.
+struct Resource<'a>(Option<&'a ApiRequest>);
+
+impl std::fmt::Display for Resource<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(ApiRequest::Resource { target, .. }) => {
+                if !target.group.is_empty() {
+                    write!(f, "{}/", target.group)?;
+                }
+                f.write_str(&target.resource)?;
+                match &target.subresource {
+                    Some(sub) => write!(f, "/{sub}"),
+                    None => Ok(()),
+                }
+            }
+            Some(ApiRequest::NonResource { path }) => f.write_str(path),
+            None => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -212,6 +235,28 @@ mod tests {
         );
         assert_eq!(runs.note("send", "/q", "no"), Some(1), "another path");
         assert_eq!(runs.note("send", "/p", "no"), Some(1), "a new run");
+    }
+
+    #[test]
+    fn the_resource_is_written_as_a_grant_spells_it() {
+        use crate::grants::request::{Method, parse};
+        for path in [
+            "/api/v1/namespaces/pando-a/pods/web/log",
+            "/apis/apps/v1/namespaces/pando-a/deployments",
+            "/api/v1/nodes/n1",
+        ] {
+            let request = parse(Method::Get, path, &[]).expect("a valid path");
+            let ApiRequest::Resource { target, .. } = &request else {
+                panic!("{path} names a resource");
+            };
+            assert_eq!(
+                Resource(Some(&request)).to_string(),
+                target.grant_spelling()
+            );
+        }
+        let readyz = parse(Method::Get, "/readyz", &[]).expect("a valid path");
+        assert_eq!(Resource(Some(&readyz)).to_string(), "/readyz");
+        assert_eq!(Resource(None).to_string(), "");
     }
 
     #[test]

@@ -131,7 +131,7 @@ impl View<'_, Kubernetes> {
         &mut self,
         what: &'static str,
         bytes: u64,
-        open: impl AsyncFnOnce(KubeContext, Arc<Identity>) -> Result<R, ApiError>,
+        open: impl AsyncFnOnce(Arc<KubeContext>, Arc<Identity>) -> Result<R, ApiError>,
         keep: impl FnOnce(R, Held) -> S,
     ) -> wasmtime::Result<Result<Resource<S>, ApiError>> {
         let Some(kube) = self.this.clone() else {

@@ -69,8 +69,12 @@ pub(crate) struct Kubernetes;
 
 impl super::Capability for Kubernetes {
     const INTERFACES: &'static [&'static str] = &["kubernetes"];
-    type Shared = Option<KubeContext>;
-    type Instance = Option<KubeContext>;
+    // Behind an `Arc`: each request takes its own handle on the context
+    // (the guest's call holds the store mutably across the request's
+    // awaits), and one reference count is cheaper than cloning the client
+    // and the seven handles the context is made of.
+    type Shared = Option<Arc<KubeContext>>;
+    type Instance = Option<Arc<KubeContext>>;
 
     fn refusal(grants: &crate::grants::Grants) -> Option<String> {
         grants.kubernetes.is_none().then(|| {
@@ -80,13 +84,15 @@ impl super::Capability for Kubernetes {
         })
     }
 
-    fn shared(setup: &super::Setup<'_>) -> Option<KubeContext> {
+    fn shared(setup: &super::Setup<'_>) -> Option<Arc<KubeContext>> {
         let grants = setup.grants.kubernetes.as_ref()?;
         let client = setup.kubernetes?.clone();
-        Some(KubeContext::new(client, grants).with_cache(setup.kubernetes_cache.cloned()))
+        Some(Arc::new(
+            KubeContext::new(client, grants).with_cache(setup.kubernetes_cache.cloned()),
+        ))
     }
 
-    fn instance(shared: &Option<KubeContext>) -> Option<KubeContext> {
+    fn instance(shared: &Option<Arc<KubeContext>>) -> Option<Arc<KubeContext>> {
         shared.clone()
     }
 

@@ -79,6 +79,10 @@ pub(crate) fn answer_by(deadline: Option<Instant>, now: Instant) -> Option<Insta
 /// `Retry-After` or 1 s; for 503 only when it says `Retry-After`. `None`:
 /// the answer goes to the guest.
 pub(crate) fn retry_after(status: u16, headers: &http::HeaderMap) -> Option<Duration> {
+    // Every answer is asked; only these two look further.
+    if !matches!(status, 429 | 503) {
+        return None;
+    }
     let asked = headers
         .get(http::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
@@ -86,9 +90,23 @@ pub(crate) fn retry_after(status: u16, headers: &http::HeaderMap) -> Option<Dura
         .map(|s| Duration::from_secs(s).clamp(Duration::from_secs(1), MAX_RETRY_AFTER));
     match status {
         429 => Some(asked.unwrap_or(Duration::from_secs(1))),
-        503 => asked,
-        _ => None,
+        _ => asked,
     }
+}
+
+/// The [`KEPT_HEADERS`] of an answer, each value in the order it came; a
+/// value that is not text is left out. Looked up by name: an answer carries
+/// a dozen headers, the guest is given two or three.
+fn kept_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    KEPT_HEADERS
+        .iter()
+        .flat_map(|name| {
+            headers
+                .get_all(*name)
+                .iter()
+                .filter_map(|v| Some(((*name).to_string(), v.to_str().ok()?.to_string())))
+        })
+        .collect()
 }
 
 fn content_type(ct: Option<ContentType>) -> &'static str {
@@ -317,12 +335,7 @@ impl KubeContext {
                 self.limiter.acquire().await;
                 continue;
             }
-            let headers = resp
-                .headers()
-                .iter()
-                .filter(|(k, _)| KEPT_HEADERS.contains(&k.as_str()))
-                .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
-                .collect();
+            let headers = kept_headers(resp.headers());
             let body = http_body_util::Limited::new(resp.into_body(), MAX_RESPONSE_BYTES)
                 .collect()
                 .await
@@ -335,7 +348,9 @@ impl KubeContext {
                         format!("the response broke off: {e}")
                     })
                 })?;
-            return Ok((status, headers, body.to_bytes().to_vec()));
+            // One copy, not two, when the body came in more than one chunk
+            // (`to_bytes` joins them into a buffer the `Vec` then takes).
+            return Ok((status, headers, Vec::from(body.to_bytes())));
         }
     }
 }
@@ -365,6 +380,36 @@ mod tests {
         assert_eq!(by, now + Duration::from_millis(300));
         // None left: at once.
         assert_eq!(answer_by(Some(now), now), Some(now));
+    }
+
+    #[test]
+    fn only_the_kept_headers_go_to_the_guest_repeated_ones_whole() {
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            http::header::CONTENT_TYPE,
+            "application/json".parse().unwrap(),
+        );
+        h.insert(http::header::CACHE_CONTROL, "no-cache".parse().unwrap());
+        h.insert("audit-id", "1f2e".parse().unwrap());
+        h.append(http::header::WARNING, "299 - \"one\"".parse().unwrap());
+        h.append(http::header::WARNING, "299 - \"two\"".parse().unwrap());
+        h.insert("x-kubernetes-pf-flowschema-uid", "abc".parse().unwrap());
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(
+            kept_headers(&h),
+            [
+                pair("content-type", "application/json"),
+                pair("warning", "299 - \"one\""),
+                pair("warning", "299 - \"two\""),
+                pair("audit-id", "1f2e"),
+            ]
+        );
+        let mut not_text = http::HeaderMap::new();
+        not_text.insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_bytes(b"\xff").unwrap(),
+        );
+        assert!(kept_headers(&not_text).is_empty());
     }
 
     #[test]

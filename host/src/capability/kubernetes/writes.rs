@@ -154,15 +154,17 @@ impl KubeContext {
         let ApiRequest::Resource { verb, target } = parsed else {
             return Ok(Policed::AsIs);
         };
-        let Some(kind) = Kind::of(target) else {
-            return Ok(Policed::AsIs);
-        };
+        // The verb first: a read leaves at once, without the kind's lookup
+        // by name.
         if !matches!(verb, Verb::Create | Verb::Update | Verb::Patch)
             || req.body.is_none()
             || req.query.iter().any(|(k, v)| k == "dryRun" && v == "All")
         {
             return Ok(Policed::AsIs);
         }
+        let Some(kind) = Kind::of(target) else {
+            return Ok(Policed::AsIs);
+        };
         let outcome = self.police_write(*verb, target, kind, req, answer_by).await;
         match outcome {
             Ok(p) => Ok(p),
