@@ -94,8 +94,9 @@ pub(crate) fn retry_after(status: u16, headers: &http::HeaderMap) -> Option<Dura
     }
 }
 
-/// The [`KEPT_HEADERS`] of an answer, each value in the order it came; a
-/// value that is not text is left out. Looked up by name: an answer carries
+/// The [`KEPT_HEADERS`] of an answer, in that list's order, a repeated
+/// header's values in the order they came; a value that is not text is
+/// left out. Looked up by name: an answer carries
 /// a dozen headers, the guest is given two or three.
 fn kept_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
     KEPT_HEADERS

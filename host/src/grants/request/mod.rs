@@ -124,16 +124,15 @@ impl ApiTarget {
     /// with `/subresource` appended (`pods/log`, `apps/deployments/scale`).
     pub fn grant_spelling(&self) -> String {
         let mut s = String::with_capacity(self.group.len() + self.resource.len() + 16);
-        if !self.group.is_empty() {
-            s.push_str(&self.group);
-            s.push('/');
-        }
-        s.push_str(&self.resource);
-        if let Some(sub) = &self.subresource {
-            s.push('/');
-            s.push_str(sub);
-        }
+        // Writing to a `String` cannot fail.
+        let _ = fmt::Write::write_fmt(&mut s, format_args!("{}", self.spelled()));
         s
+    }
+
+    /// [`ApiTarget::grant_spelling`] written where it goes (an event's
+    /// field, a message), with no `String` of its own.
+    pub fn spelled(&self) -> GrantSpelling<'_> {
+        GrantSpelling(self)
     }
 
     /// Whether the resource is cluster-scoped, by the host's built-in table
@@ -143,11 +142,30 @@ impl ApiTarget {
     }
 }
 
+/// A target's resource as a grant spells it ([`ApiTarget::spelled`]).
+pub struct GrantSpelling<'a>(&'a ApiTarget);
+
+impl fmt::Display for GrantSpelling<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = self.0;
+        if !t.group.is_empty() {
+            f.write_str(&t.group)?;
+            f.write_str("/")?;
+        }
+        f.write_str(&t.resource)?;
+        if let Some(sub) = &t.subresource {
+            f.write_str("/")?;
+            f.write_str(sub)?;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for ApiTarget {
     /// `pods/log "web" in namespace "pando-x"`, `nodes "n1"`,
     /// `pods in all namespaces`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.grant_spelling())?;
+        write!(f, "{}", self.spelled())?;
         if let Some(name) = &self.name {
             write!(f, " \"{name}\"")?;
         }
