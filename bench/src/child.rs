@@ -42,10 +42,17 @@ pub enum Mode {
     },
     /// Calls `Adapter::upstream` `calls` times and prints the mean: a loop
     /// with nothing else in it, to run under a profiler
-    /// (`perf record -- pando-bench child upstream-loop 5000000`).
+    /// (`perf record -- pando-bench child upstream-loop 5000000`), or
+    /// under valgrind's callgrind to count its instructions
+    /// (docs/benchmarks.md, "The call path, counted in instructions").
     UpstreamLoop {
         /// How many calls.
         calls: u64,
+        /// The engine's slots (`EngineSettings::total_instances`) instead
+        /// of the default 256, whose memory pool reserves more address
+        /// space than valgrind can give a process: 2 run the loop there.
+        #[arg(long)]
+        slots: Option<u32>,
         /// The bench's raw baseline instead: the same export called
         /// straight on a configured store, none of the host's bookkeeping.
         #[arg(long)]
@@ -139,8 +146,8 @@ pub async fn run(mode: Mode) -> Result<()> {
         }
         Mode::Adapters { count } => serde_json::to_string(&adapters(count).await?)?,
         Mode::NativeAdapters { count } => serde_json::to_string(&native_adapters(count)?)?,
-        Mode::UpstreamLoop { calls, raw } => {
-            let ns = crate::benches::upstream::profile_loop(calls, raw).await?;
+        Mode::UpstreamLoop { calls, slots, raw } => {
+            let ns = crate::benches::upstream::profile_loop(calls, slots, raw).await?;
             serde_json::to_string(&serde_json::json!({ "ns_per_call": ns }))?
         }
         Mode::FreshLoop { count } => {

@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, bail};
 use kube::Client;
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use pando_host::{Adapter, Grants, Host, LoadOptions};
+use pando_host::{Adapter, EngineSettings, Grants, Host, LoadOptions};
 
 use crate::roundtrips::{CountLayer, RoundTrips};
 
@@ -172,7 +172,19 @@ async fn checked(client: Client) -> Result<Client> {
 
 /// A host whose compile cache is the bench's.
 pub fn host() -> Result<Host> {
-    Ok(Host::builder().cache_dir(cache_dir()?).build()?)
+    host_with_slots(None)
+}
+
+/// [`host`] with `slots` engine slots, or the default number without.
+pub fn host_with_slots(slots: Option<u32>) -> Result<Host> {
+    let mut builder = Host::builder().cache_dir(cache_dir()?);
+    if let Some(slots) = slots {
+        builder = builder.engine(EngineSettings {
+            total_instances: slots,
+            ..EngineSettings::default()
+        });
+    }
+    Ok(builder.build()?)
 }
 
 /// Loads `component` in `host` with `options`, naming the component in

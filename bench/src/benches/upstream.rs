@@ -156,9 +156,10 @@ pub async fn run(quick: bool) -> Result<Bench> {
 }
 
 /// The child side of `upstream-loop`: `calls` host calls, or with `raw`
-/// the raw baseline's; the mean in nanoseconds.
-pub async fn profile_loop(calls: u64, raw: bool) -> Result<f64> {
-    let host = env::host()?;
+/// the raw baseline's, on a host of `slots` engine slots (the default
+/// without); the mean in nanoseconds.
+pub async fn profile_loop(calls: u64, slots: Option<u32>, raw: bool) -> Result<f64> {
+    let host = env::host_with_slots(slots)?;
     let adapter = env::load_kubernetes(&host, None).await?;
     let wref = WorkloadRef {
         bundle: "shop".into(),

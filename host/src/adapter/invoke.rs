@@ -15,13 +15,13 @@
 //! Nothing runs then, so the instance is marked in-call before the call and
 //! unmarked after it, and a lease that ends with the mark set discards it.
 
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::pin::{Pin, pin};
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use pin_project_lite::pin_project;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 use wasmtime::Store;
 
 use super::Adapter;
@@ -52,7 +52,9 @@ impl Adapter {
     /// `body` comes pinned by the caller, which holds it: an async fn keeps
     /// a future passed by value twice (the argument, and the awaited copy),
     /// and every layer of the call that did so doubled what each call moves
-    /// and zeroes (docs/benchmarks.md, issue 18's third pass).
+    /// and zeroes (docs/benchmarks.md, issue 18's third pass). [`Adapter::call`]
+    /// writes these three steps out itself, one async layer fewer on every
+    /// pooled call.
     pub(super) async fn pipeline<T>(
         &self,
         method: &'static str,
@@ -60,23 +62,9 @@ impl Adapter {
         body: Pin<&mut impl Future<Output = Result<T, CallError>>>,
     ) -> Result<T, CallError> {
         let span = self.span(method);
-        if span.is_disabled() {
-            // No subscriber wants it: no wrapper to move the call's future
-            // into and to enter and leave on every poll.
-            let result = body.await;
-            self.finish(&span, method, &result, started);
-            return result;
-        }
-        // Recorded into through this handle, not `Span::current()`: a
-        // disabled span's clone is free, a lookup of the current one is not.
-        let record = span.clone();
-        async move {
-            let result = body.await;
-            self.finish(&record, method, &result, started);
-            result
-        }
-        .instrument(span)
-        .await
+        let result = Traced::new(body, &span).await;
+        self.finish(&span, method, &result, started);
+        result
     }
 
     /// Runs one export on a pooled instance.
@@ -104,16 +92,26 @@ impl Adapter {
             if after == After::Discard {
                 lease.discard_after();
             }
-            let r = run_timed(
-                lease.instance(),
+            // `run_timed`'s steps, written out: not an async layer of its
+            // own on the path of every call (docs/benchmarks.md, "The
+            // call path, counted in instructions").
+            let inst = lease.instance();
+            inst.in_call = true;
+            let Instance {
+                store, bindings, ..
+            } = &mut *inst;
+            let guest = bindings.pando_runtime_adapter();
+            begin(store, deadline, cancel);
+            let outcome = race(pin!(f(guest, &mut *store)), deadline, cancel).await;
+            let concluded = conclude(
+                store,
                 &self.inner.identity.name,
                 method,
-                deadline,
                 timeout,
                 cancel,
-                f,
-            )
-            .await;
+                outcome,
+            );
+            let r = settle(inst, concluded);
             lease.count_call();
             // Streams the guest opened and kept (in its table, or handed
             // to core) outlive the call: their instance is not pooled, so
@@ -123,7 +121,11 @@ impl Adapter {
             }
             r
         });
-        self.pipeline(method, started, body).await
+        // `pipeline`'s steps, written out for the same reason.
+        let span = self.span(method);
+        let result = Traced::new(body, &span).await;
+        self.finish(&span, method, &result, started);
+        result
     }
 
     /// Runs one export on an instance of its own, which the caller gets
@@ -231,6 +233,8 @@ impl Adapter {
             };
         }
         if let Err(e) = result {
+            // In the call's span, as the call itself ran ([`Traced`]).
+            let _entered = span.enter();
             tracing::debug!(error = %e, "adapter call failed");
         }
     }
@@ -307,44 +311,93 @@ pub(crate) async fn create(
     Ok(inst)
 }
 
-/// `call`'s result, or `None` when its deadline passes or [`CANCEL_GRACE`]
-/// after its cancellation, whichever is first; the call is polled first.
-///
-/// The deadline's timer is made only when the call first waits: most calls
-/// never wait in the host, and making a tokio timer takes (and later drops)
-/// a reference to the runtime's handle, two locked instructions and a
-/// thread-local lookup on every call (docs/benchmarks.md, issue 18).
-///
-/// `call` comes pinned by the caller, which holds it once (see
-/// [`Adapter::pipeline`]).
-async fn race<T>(
-    mut call: Pin<&mut impl Future<Output = T>>,
-    mut deadline: Option<Deadline>,
-    cancel: &CancellationToken,
-) -> Option<T> {
-    let mut timer = pin!(None::<tokio::time::Sleep>);
-    // Nothing runs until polled: no waiter is registered with the token.
-    let mut cancelled = pin!(cancelled_then_grace(cancel));
-    poll_fn(|cx| {
-        if let Poll::Ready(r) = call.as_mut().poll(cx) {
+pin_project! {
+    /// `call`'s result, or `None` when its deadline passes or
+    /// [`CANCEL_GRACE`] after its cancellation, whichever is first; the call
+    /// is polled first.
+    ///
+    /// The deadline's timer is made only when the call first waits: most
+    /// calls never wait in the host, and making a tokio timer takes (and
+    /// later drops) a reference to the runtime's handle, two locked
+    /// instructions and a thread-local lookup on every call
+    /// (docs/benchmarks.md, issue 18).
+    ///
+    /// A future of its own, not an `async fn`: it borrows the call, which
+    /// its caller holds pinned (see [`Adapter::pipeline`]), so it can be
+    /// written without `unsafe`, and it is one async layer fewer on every
+    /// call.
+    struct Race<'a, F, C> {
+        call: Pin<&'a mut F>,
+        deadline: Option<Deadline>,
+        #[pin]
+        timer: Option<tokio::time::Sleep>,
+        // Nothing runs until polled: no waiter is registered with the token.
+        #[pin]
+        cancelled: C,
+    }
+}
+
+/// Races `call` against `deadline` and `cancel` ([`Race`]).
+fn race<'a, F: Future>(
+    call: Pin<&'a mut F>,
+    deadline: Option<Deadline>,
+    cancel: &'a CancellationToken,
+) -> Race<'a, F, impl Future<Output = ()> + 'a> {
+    Race {
+        call,
+        deadline,
+        timer: None,
+        cancelled: cancelled_then_grace(cancel),
+    }
+}
+
+impl<F: Future, C: Future<Output = ()>> Future for Race<'_, F, C> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if let Poll::Ready(r) = this.call.as_mut().poll(cx) {
             return Poll::Ready(Some(r));
         }
         // Converted once, on the first wait; past what an `Instant` holds
         // it is no deadline.
-        if let Some(at) = deadline.take().and_then(|d| d.instant()) {
-            timer.set(Some(tokio::time::sleep_until(at.into())));
+        if let Some(at) = this.deadline.take().and_then(|d| d.instant()) {
+            this.timer.set(Some(tokio::time::sleep_until(at.into())));
         }
-        if let Some(t) = timer.as_mut().as_pin_mut()
+        if let Some(t) = this.timer.as_pin_mut()
             && t.poll(cx).is_ready()
         {
             return Poll::Ready(None);
         }
-        match cancelled.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+        this.cancelled.poll(cx).map(|()| None)
+    }
+}
+
+/// A call's body polled in its span (entered on every poll, as
+/// `tracing::Instrument` does), or bare when no subscriber wants the span.
+/// It borrows the body, which its caller holds pinned, so it is one async
+/// layer fewer than an `async` block around the body.
+struct Traced<'a, F> {
+    body: Pin<&'a mut F>,
+    span: &'a tracing::Span,
+}
+
+impl<'a, F: Future> Traced<'a, F> {
+    fn new(body: Pin<&'a mut F>, span: &'a tracing::Span) -> Self {
+        Traced { body, span }
+    }
+}
+
+impl<F: Future> Future for Traced<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if self.span.is_disabled() {
+            return self.body.as_mut().poll(cx);
         }
-    })
-    .await
+        let _entered = self.span.enter();
+        self.body.as_mut().poll(cx)
+    }
 }
 
 /// Resolves [`CANCEL_GRACE`] after the token is cancelled.
@@ -417,9 +470,18 @@ async fn run_timed<R>(
     let guest = bindings.pando_runtime_adapter();
     begin(store, deadline, cancel);
     let outcome = race(pin!(f(guest, &mut *store)), deadline, cancel).await;
-    let result = conclude(store, adapter, method, timeout, cancel, outcome);
+    let concluded = conclude(store, adapter, method, timeout, cancel, outcome);
+    settle(inst, concluded)
+}
+
+/// A concluded call's result, its instance unmarked as in a call and
+/// poisoned if the call left it unusable.
+fn settle<R>(
+    inst: &mut Instance,
+    concluded: Result<Result<R, Error>, (CallError, bool)>,
+) -> Result<R, CallError> {
     inst.in_call = false;
-    match result {
+    match concluded {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(CallError::Adapter(e)),
         Err((e, poisoned)) => {
