@@ -216,6 +216,10 @@ impl Adapter {
         result: &Result<R, CallError>,
         started: Stamp,
     ) {
+        // A failed call's events (the failure, the quarantine it may trip)
+        // in the call's span, as the call itself ran ([`Traced`]); a call
+        // that succeeded emits none.
+        let _entered = result.is_err().then(|| span.enter());
         self.inner.breaker.record(&self.inner.identity.name, result);
         let took = started.elapsed();
         self.inner.metrics.record_call(
@@ -233,8 +237,6 @@ impl Adapter {
             };
         }
         if let Err(e) = result {
-            // In the call's span, as the call itself ran ([`Traced`]).
-            let _entered = span.enter();
             tracing::debug!(error = %e, "adapter call failed");
         }
     }
