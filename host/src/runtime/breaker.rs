@@ -71,10 +71,20 @@ impl Breaker {
     }
 
     /// Refuses a call while quarantined.
+    ///
+    /// Inline: every call asks, and almost every one finds the record clean,
+    /// one load (docs/benchmarks.md, "The call path, counted in
+    /// instructions"); the rest is [`Breaker::admit_faulted`].
+    #[inline]
     pub(crate) fn admit(&self, adapter: &str) -> Result<(), CallError> {
         if self.clean.load(Ordering::Acquire) {
             return Ok(());
         }
+        self.admit_faulted(adapter)
+    }
+
+    /// [`Breaker::admit`] after a fault: refused while the quarantine lasts.
+    fn admit_faulted(&self, adapter: &str) -> Result<(), CallError> {
         match self.quarantine() {
             Some(q) => Err(CallError::Quarantined {
                 adapter: adapter.into(),
@@ -86,7 +96,20 @@ impl Breaker {
     }
 
     /// Counts a call's outcome.
+    ///
+    /// Inline for the common case, as [`Breaker::admit`] is: a success on a
+    /// clean record changes nothing.
+    #[inline]
     pub(crate) fn record<T>(&self, adapter: &str, result: &Result<T, CallError>) {
+        if result.is_ok() && self.clean.load(Ordering::Acquire) {
+            return;
+        }
+        self.record_outcome(adapter, result.as_ref().map(|_| ()));
+    }
+
+    /// [`Breaker::record`] past its common case: a fault counted (and the
+    /// quarantine it may trip), or the first success after faults.
+    fn record_outcome(&self, adapter: &str, result: Result<(), &CallError>) {
         let fault = match result {
             Err(
                 e @ (CallError::Trap { .. }

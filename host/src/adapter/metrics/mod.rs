@@ -96,6 +96,11 @@ impl Metrics {
 
     /// Records one call's end: a call that succeeds through `fast` (no
     /// label is hashed, no family locked), any other through the families.
+    ///
+    /// Inline, with the handles' lookup and the shards' writes: this is on
+    /// every call, and each was a call of its own (docs/benchmarks.md, "The
+    /// call path, counted in instructions").
+    #[inline]
     pub(crate) fn record_call(
         &self,
         fast: &CallHandles,
@@ -200,6 +205,7 @@ impl Default for CallHandles {
 impl CallHandles {
     /// Counts a call of `method` that succeeded, and its duration; the
     /// handles are made from the families on the method's first call.
+    #[inline]
     fn record(&self, metrics: &Metrics, adapter: &Arc<str>, method: &'static str, took: Duration) {
         match self
             .find(method)
@@ -214,6 +220,7 @@ impl CallHandles {
     }
 
     /// The handles of `method`, if a call of it has been recorded.
+    #[inline]
     fn find(&self, method: &'static str) -> Option<&Handles> {
         // Each typed method passes its own literal, so the pointer finds it;
         // the text is the fallback for a literal the compiler did not merge.

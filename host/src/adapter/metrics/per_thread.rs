@@ -20,6 +20,7 @@ use thread_local::ThreadLocal;
 
 /// Adds to a cell only its own thread writes: a load and a store, no
 /// read-modify-write instruction.
+#[inline]
 fn bump(cell: &AtomicU64, by: u64) {
     cell.store(
         cell.load(Ordering::Relaxed).wrapping_add(by),
@@ -39,6 +40,7 @@ pub(crate) struct Count(Arc<ThreadLocal<CountShard>>);
 
 impl Count {
     /// Counts one.
+    #[inline]
     pub(crate) fn inc(&self) {
         bump(&self.0.get_or_default().0, 1);
     }
@@ -72,30 +74,32 @@ impl EncodeMetric for Count {
     }
 }
 
-/// The histogram's finite buckets: 50 µs to about 3 minutes, an
+/// The histogram's finite buckets: 50 µs to about 80 seconds, an
 /// `upstream` call to a long apply.
 const FINITE: usize = 14;
 
-/// The buckets' upper bounds, in seconds (as encoded) and in nanoseconds
-/// (as compared).
-struct Bounds {
-    seconds: [f64; FINITE],
-    nanos: [u64; FINITE],
-}
+/// The first bucket's upper bound, and the factor from each to the next.
+const FIRST_SECONDS: f64 = 50e-6;
+const FACTOR: u64 = 3;
 
-fn bounds() -> &'static Bounds {
-    static BOUNDS: std::sync::OnceLock<Bounds> = std::sync::OnceLock::new();
-    BOUNDS.get_or_init(|| {
-        let mut b = Bounds {
-            seconds: [0.0; FINITE],
-            nanos: [0; FINITE],
-        };
-        for (i, s) in exponential_buckets(50e-6, 3.0, FINITE as u16).enumerate() {
-            b.seconds[i] = s;
-            b.nanos[i] = (s * 1e9).round() as u64;
-        }
-        b
-    })
+/// The buckets' upper bounds in nanoseconds, as each call compares them:
+/// made at compile time, so a call reads no lazily made table.
+const BOUNDS_NANOS: [u64; FINITE] = {
+    let mut nanos = [0u64; FINITE];
+    let mut bound = 50_000;
+    let mut i = 0;
+    while i < FINITE {
+        nanos[i] = bound;
+        bound *= FACTOR;
+        i += 1;
+    }
+    nanos
+};
+
+/// The buckets' upper bounds in seconds, as encoded: the library's own
+/// floating-point series, so the text is the same as its histogram's.
+fn bounds_seconds() -> impl Iterator<Item = f64> {
+    exponential_buckets(FIRST_SECONDS, FACTOR as f64, FINITE as u16)
 }
 
 /// A thread's share of a histogram: a count per bucket (the last one past
@@ -113,10 +117,10 @@ pub(crate) struct Durations(Arc<ThreadLocal<DurationShard>>);
 
 impl Durations {
     /// Records one call's duration.
+    #[inline]
     pub(crate) fn observe(&self, took: Duration) {
         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        let bucket = bounds()
-            .nanos
+        let bucket = BOUNDS_NANOS
             .iter()
             .position(|&b| nanos <= b)
             .unwrap_or(FINITE);
@@ -136,7 +140,7 @@ impl Durations {
             }
             sum_nanos = sum_nanos.wrapping_add(shard.sum_nanos.load(Ordering::Relaxed));
         }
-        let upper = bounds().seconds.iter().copied().chain([f64::MAX]);
+        let upper = bounds_seconds().chain([f64::MAX]);
         let buckets: Vec<(f64, u64)> = upper.zip(counts).collect();
         let count = counts.iter().fold(0u64, |a, &c| a.wrapping_add(c));
         (sum_nanos as f64 / 1e9, count, buckets)
@@ -208,6 +212,15 @@ mod tests {
             (our_sum - their_sum).abs() <= 1e-12 * their_sum,
             "{our_sum} vs {their_sum}"
         );
+    }
+
+    #[test]
+    fn the_compared_bounds_are_the_encoded_ones() {
+        let seconds: Vec<f64> = bounds_seconds().collect();
+        assert_eq!(seconds.len(), FINITE);
+        for (s, n) in seconds.iter().zip(BOUNDS_NANOS) {
+            assert_eq!((s * 1e9).round() as u64, n, "{s} s");
+        }
     }
 
     #[test]
