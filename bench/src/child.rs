@@ -70,13 +70,18 @@ pub enum Mode {
     /// three GETs through the host's import) or, with `--native`, its
     /// kube-rs twin, and prints the mean and the CPU time per call: one side
     /// alone, to run under a profiler inside the test cluster's namespace
-    /// (`perf record -- pando-bench child kube-loop 3000`).
+    /// (`perf record -- pando-bench child kube-loop 3000`), or under
+    /// valgrind's callgrind with `--slots 2`.
     KubeLoop {
         /// How many calls.
         calls: u64,
         /// The kube-rs twin instead of the host.
         #[arg(long)]
         native: bool,
+        /// The engine's slots instead of the default 256 (as for
+        /// `upstream-loop`: valgrind cannot map the default pool).
+        #[arg(long)]
+        slots: Option<u32>,
     },
     /// Grows the Kubernetes adapter's pool of idle configured instances to
     /// `small`, then to `large` (see `benches::memory`).
@@ -154,9 +159,13 @@ pub async fn run(mode: Mode) -> Result<()> {
             let us = crate::benches::pool::profile_loop(count).await?;
             serde_json::to_string(&serde_json::json!({ "us_per_instance": us }))?
         }
-        Mode::KubeLoop { calls, native } => {
-            serde_json::to_string(&crate::benches::kube_rtt::profile_loop(calls, native).await?)?
-        }
+        Mode::KubeLoop {
+            calls,
+            native,
+            slots,
+        } => serde_json::to_string(
+            &crate::benches::kube_rtt::profile_loop(calls, native, slots).await?,
+        )?,
         Mode::Instances { small, large } => {
             serde_json::to_string(&crate::benches::memory::instances(small, large).await?)?
         }

@@ -97,12 +97,17 @@ pub async fn run(quick: bool) -> Result<Bench> {
 }
 
 /// `calls` calls of one side alone (`pando-bench child kube-loop`), for a
-/// profiler: the mean wall and process CPU time per call, in µs.
-pub async fn profile_loop(calls: u64, native: bool) -> Result<serde_json::Value> {
+/// profiler: the mean wall and process CPU time per call, in µs. The host
+/// has `slots` engine slots, or the default number without.
+pub async fn profile_loop(
+    calls: u64,
+    native: bool,
+    slots: Option<u32>,
+) -> Result<serde_json::Value> {
     let client = env::client(Identity::Pando).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let plan = flood_plan();
-    let host = env::host()?;
+    let host = env::host_with_slots(slots)?;
     let adapter = env::load_probe(&host, client).await?;
     let c = cpu::process_ns();
     let t = Instant::now();

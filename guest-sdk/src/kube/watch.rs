@@ -117,7 +117,7 @@ impl<K: DeserializeOwned> WatchStream<K> {
 pub(crate) fn decode_event<K: DeserializeOwned>(
     event: &raw::WatchEvent,
 ) -> Result<(WatchEvent<K>, Option<String>), KubeError> {
-    let value: serde_json::Value = serde_json::from_slice(&event.object)
+    let value: serde_json::Value = super::request::from_json(&event.object)
         .map_err(|e| KubeError::Decode(format!("a watch event: {e}")))?;
     let version = value
         .pointer("/metadata/resourceVersion")
