@@ -1,5 +1,7 @@
 //! The calls of an [`Api`]: each builds its request with
-//! [`kube_core::Request`], which `request.rs` turns into the host import's.
+//! [`kube_core::Request`], which `request.rs` turns into the host import's,
+//! but a GET of a plainly named object, written as the import's request at
+//! once (the same request; see `get_request`).
 
 use kube_core::params::GetParams;
 use kube_core::{ObjectList, PartialObjectMeta};
@@ -13,7 +15,36 @@ use super::{Api, KubeError, WatchStream};
 use crate::kubernetes as raw;
 
 impl<K> Api<K> {
+    /// A GET of the object `name`. For a name of the characters object
+    /// names are made of, the import's request is written at once: the
+    /// same path and query kube-core's `get` gives, without its URL
+    /// formatted and then parsed by `http` and taken apart again, about a
+    /// twentieth of a typed GET's instructions in wasm (docs/benchmarks.md,
+    /// "The 3-GET call's guest, counted"). Any other name goes kube-core's
+    /// way, so what `http` refuses is still refused as it was.
     fn get_request(&self, name: &str, gp: &GetParams) -> Result<raw::Request, KubeError> {
+        if !plain_name(name) {
+            return self.get_request_by_kube_core(name, gp);
+        }
+        Ok(raw::Request {
+            method: raw::Method::Get,
+            path: self.object_path(name)?,
+            query: gp
+                .resource_version
+                .iter()
+                .map(|v| ("resourceVersion".to_owned(), v.clone()))
+                .collect(),
+            body: None,
+            content_type: None,
+        })
+    }
+
+    /// A GET as kube-core builds it, made the import's request.
+    fn get_request_by_kube_core(
+        &self,
+        name: &str,
+        gp: &GetParams,
+    ) -> Result<raw::Request, KubeError> {
         to_raw(self.object_request(name)?.get(name, gp)?)
     }
 
@@ -317,6 +348,19 @@ fn to_json<T: Serialize>(object: &T) -> Result<Vec<u8>, KubeError> {
         .map_err(|e| KubeError::InvalidRequest(format!("the object does not serialize: {e}")))
 }
 
+/// A name that kube-core would put in a URL as it is and `http` accept
+/// unchanged: not empty, at most a DNS subdomain's 253 characters, and of
+/// letters, digits, `-`, `.`, `_` and `:` (names like
+/// `system:controller:…`).
+fn plain_name(name: &str) -> bool {
+    (1..=253).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b':'))
+        && name != "."
+        && name != ".."
+}
+
 fn decode_sent<T: DeserializeOwned>(request: raw::Request) -> Result<T, KubeError> {
     super::request::decode(&send(request)?)
 }
@@ -330,6 +374,73 @@ mod tests {
     use super::super::request::decode;
     use super::super::request::tests::pairs;
     use super::*;
+
+    /// The written GET is kube-core's, field for field, for every name
+    /// it takes, cluster-wide and in a namespace, at any version.
+    #[test]
+    fn a_get_written_at_once_is_the_one_kube_core_builds() {
+        let names = [
+            "cfg",
+            "a.b-c_d",
+            "system:controller:x",
+            "A1",
+            &"n".repeat(253),
+        ];
+        let versions = [None, Some("0"), Some("12345"), Some("a b&c=d")];
+        let cms = Api::<ConfigMap>::namespaced("pando-probe");
+        let pvs = Api::<k8s_openapi::api::core::v1::PersistentVolume>::all();
+        for name in names {
+            assert!(plain_name(name), "{name}");
+            for version in versions {
+                let gp = GetParams {
+                    resource_version: version.map(str::to_owned),
+                };
+                for (written, built) in [
+                    (
+                        cms.get_request(name, &gp),
+                        cms.get_request_by_kube_core(name, &gp),
+                    ),
+                    (
+                        pvs.get_request(name, &gp),
+                        pvs.get_request_by_kube_core(name, &gp),
+                    ),
+                ] {
+                    let (w, b) = (written.unwrap(), built.unwrap());
+                    assert_eq!(
+                        (w.method, &w.path, &w.query, &w.body, w.content_type),
+                        (b.method, &b.path, &b.query, &b.body, b.content_type),
+                        "{name} at {version:?}"
+                    );
+                }
+            }
+        }
+        // Names of other characters go kube-core's way, and what it or the
+        // SDK refuses stays refused.
+        for name in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a?b",
+            "a b",
+            "caf\u{e9}",
+            "a\"b",
+            &"n".repeat(254),
+        ] {
+            assert!(!plain_name(name), "{name}");
+        }
+        for refused in ["", ".", "a/b", "a?b", "a b"] {
+            assert!(
+                cms.get_request(refused, &GetParams::default()).is_err(),
+                "{refused}"
+            );
+        }
+        let long = "n".repeat(254);
+        assert_eq!(
+            cms.get_request(&long, &GetParams::default()).unwrap().path,
+            format!("/api/v1/namespaces/pando-probe/configmaps/{long}")
+        );
+    }
 
     #[test]
     fn requests() {
