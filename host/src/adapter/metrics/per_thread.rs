@@ -79,14 +79,14 @@ impl EncodeMetric for Count {
 const FINITE: usize = 14;
 
 /// The first bucket's upper bound, and the factor from each to the next.
-const FIRST_SECONDS: f64 = 50e-6;
+const FIRST_NANOS: u64 = 50_000;
 const FACTOR: u64 = 3;
 
 /// The buckets' upper bounds in nanoseconds, as each call compares them:
 /// made at compile time, so a call reads no lazily made table.
 const BOUNDS_NANOS: [u64; FINITE] = {
     let mut nanos = [0u64; FINITE];
-    let mut bound = 50_000;
+    let mut bound = FIRST_NANOS;
     let mut i = 0;
     while i < FINITE {
         nanos[i] = bound;
@@ -99,7 +99,7 @@ const BOUNDS_NANOS: [u64; FINITE] = {
 /// The buckets' upper bounds in seconds, as encoded: the library's own
 /// floating-point series, so the text is the same as its histogram's.
 fn bounds_seconds() -> impl Iterator<Item = f64> {
-    exponential_buckets(FIRST_SECONDS, FACTOR as f64, FINITE as u16)
+    exponential_buckets(FIRST_NANOS as f64 / 1e9, FACTOR as f64, FINITE as u16)
 }
 
 /// A thread's share of a histogram: a count per bucket (the last one past
