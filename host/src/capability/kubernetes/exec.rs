@@ -27,6 +27,20 @@ use crate::bindings::v0_1::pando::runtime::kubernetes::{
 };
 use crate::grants::request::{self, ApiRequest, Verb};
 
+/// What kube-rs buffers of a session's stdout, and of its stderr, between
+/// the connection and our reader. kube-rs's default is 1 KiB: every KiB then
+/// went through its own read, task hand-off and guest `splice`, and a 256 MiB
+/// snapshot streamed at 0.78× kube-rs's own read (docs/benchmarks.md,
+/// "A session's output in 64 KiB"). 64 KiB is the most `wasi:io` hands over
+/// in one read (wasmtime-wasi's read size) and the Kubernetes adapter's
+/// chunk. The adapter's `limits.stream_buffer_bytes` is charged for both
+/// ([`EXEC_HELD_BYTES`]).
+const OUTPUT_BUFFER: usize = 64 << 10;
+
+/// What an exec session takes of the adapter's stream budget: its stdout's
+/// and stderr's buffers.
+pub(crate) const EXEC_HELD_BYTES: u64 = 2 * OUTPUT_BUFFER as u64;
+
 /// How a session ended, once it has: its final `Status`, or `None` when
 /// its connection ended without one (it broke).
 type Outcome = Option<Status>;
@@ -349,6 +363,8 @@ impl KubeContext {
             stdout: true,
             stderr: !req.tty,
             tty: req.tty,
+            max_stdout_buf_size: Some(OUTPUT_BUFFER),
+            max_stderr_buf_size: Some(OUTPUT_BUFFER),
             ..AttachParams::default()
         };
         let mut process = api
