@@ -149,6 +149,41 @@ async fn watches_reserve_their_buffers_of_the_stream_budget() {
     ns.delete().await.expect("cleanup");
 }
 
+/// An exec session reserves its output buffers (stdout's and stderr's,
+/// 64 KiB each: 128 KiB) of `limits.stream_buffer_bytes` when it opens, as
+/// a watch reserves its event buffer: past the budget the open is denied
+/// naming it, and all is given back when the call ends.
+#[tokio::test]
+async fn exec_sessions_reserve_their_buffers_of_the_stream_budget() {
+    const EXEC_HOLDS: u64 = 128 << 10;
+    // Room for four sessions and half of a fifth.
+    let (a, _h) = probe_with(Limits {
+        stream_buffer_bytes: 4 * EXEC_HOLDS + EXEC_HOLDS / 2,
+        ..Limits::default()
+    })
+    .await;
+    let ns = probe::app_namespace("execbuf").await;
+    probe::running_pod(&ns.name, "talk", "main").await;
+    let got = probe::op(&a, &format!("sessions:exec:10:{}/talk", ns.name))
+        .await
+        .expect("runs");
+    let (ok, failed, error) = holdings(&got);
+    assert_eq!((ok, failed), (4, 6), "{got}");
+    assert!(
+        error.contains("Denied") && error.contains("limits.stream_buffer_bytes"),
+        "{error}"
+    );
+    let held = a.held_streams();
+    assert_eq!((held.bytes, held.streams), (0, 0), "given back: {held:?}");
+    assert_eq!(held.refused_bytes, 6);
+    // Given back, the budget opens four again.
+    let got = probe::op(&a, &format!("sessions:exec:4:{}/talk", ns.name))
+        .await
+        .expect("runs");
+    assert_eq!(holdings(&got), (4, 0, String::new()), "{got}");
+    ns.delete().await.expect("cleanup");
+}
+
 /// Grants with a rate budget of `burst` requests and next to no refill.
 fn grants_with_burst(burst: u32) -> Grants {
     let text = probe::GRANTS.replace(
