@@ -232,6 +232,45 @@ pub async fn load_kubernetes(host: &Host, client: Option<Client>) -> Result<Adap
     .await
 }
 
+/// The Kubernetes adapter as [`load_kubernetes`] loads it, with no request
+/// budget on either side: the grants' rate and the adapter's own
+/// `api_qps`/`api_burst` lifted. For benchmarks of what a call costs when
+/// the budget is not what they measure; kube-rs, their baseline, has none.
+pub async fn load_kubernetes_unbudgeted(host: &Host, client: Client) -> Result<Adapter> {
+    load(
+        host,
+        &kubernetes_adapter()?,
+        LoadOptions {
+            grants: unbudgeted_grants(kubernetes_grants()?),
+            config: unbudgeted(KUBERNETES_CONFIG)?,
+            kubernetes: Some(client),
+            ..LoadOptions::default()
+        },
+    )
+    .await
+}
+
+/// `grants` with their Kubernetes rate so high it never throttles.
+pub fn unbudgeted_grants(mut grants: Grants) -> Grants {
+    if let Some(k) = grants.kubernetes.as_mut() {
+        k.rate.qps = 1e6;
+        k.rate.burst = 1_000_000;
+    }
+    grants
+}
+
+/// `config` with the adapter's own request budget as wide as its schema
+/// allows.
+pub fn unbudgeted(config: &str) -> Result<String> {
+    let mut value: serde_json::Value = serde_json::from_str(config)?;
+    let Some(fields) = value.as_object_mut() else {
+        bail!("the adapter's configuration is not a JSON object: {config}");
+    };
+    fields.insert("api_qps".into(), u32::MAX.into());
+    fields.insert("api_burst".into(), u32::MAX.into());
+    Ok(value.to_string())
+}
+
 /// The native twin of a loaded Kubernetes adapter: the same crate compiled
 /// for this machine, configured the same way.
 pub fn native_kubernetes() -> Result<pando_adapter_kubernetes::KubernetesAdapter> {
@@ -293,4 +332,33 @@ pub async fn bind_adapter(admin: &Client, ns: &str) -> Result<()> {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unbudgeted_widens_the_adapters_budget_and_keeps_the_rest() {
+        let config = unbudgeted(KUBERNETES_CONFIG).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&config).unwrap();
+        let base: serde_json::Value = serde_json::from_str(KUBERNETES_CONFIG).unwrap();
+        assert_eq!(value["api_qps"], u32::MAX);
+        assert_eq!(value["api_burst"], u32::MAX);
+        assert_eq!(value["pod_cidr"], base["pod_cidr"]);
+        assert_eq!(value["service_cidr"], base["service_cidr"]);
+        assert!(unbudgeted("[]").is_err());
+    }
+
+    #[test]
+    fn unbudgeted_grants_never_throttle() {
+        let grants = unbudgeted_grants(kubernetes_grants().unwrap());
+        let rate = grants.kubernetes.unwrap().rate;
+        assert!(rate.qps >= 1e6 && rate.burst >= 1_000_000, "{rate:?}");
+        let shipped = kubernetes_grants().unwrap().kubernetes.unwrap().rate;
+        assert!(
+            shipped.qps < 1e6,
+            "the shipped grants already never throttle: {shipped:?}"
+        );
+    }
 }

@@ -45,7 +45,7 @@ use crate::trial::helper_pods::{self, HelperPod, Mount};
 const NOT_AN_ARCHIVE: i32 = 65;
 
 /// Writes the volume's contents as a tar stream into `into`.
-const SNAPSHOT_SCRIPT: &str = r#"set -e
+pub const SNAPSHOT_SCRIPT: &str = r#"set -e
 cd "${PANDO_HELPER_ROOT:-}$1"
 exec tar -cf - .
 "#;
@@ -82,7 +82,7 @@ fi
 
 /// Unpacks the archive on stdin into a staging directory on the volume.
 /// A swap that a crash cut short is recovered first (see [`recover_script`]).
-const UNPACK_SCRIPT: &str = concat!(
+pub const UNPACK_SCRIPT: &str = concat!(
     "set -e\n",
     recover_script!(),
     r#"rm -rf "$s"
@@ -98,7 +98,7 @@ fi
 /// The old contents are moved aside before the new are moved in, and only removed once
 /// the new are in place and the staging directory is gone (the commit point
 /// [`recover_script`] reads): a cut anywhere leaves the old contents or the new whole.
-const SWAP_SCRIPT: &str = r#"set -e
+pub const SWAP_SCRIPT: &str = r#"set -e
 v="${PANDO_HELPER_ROOT:-}$1"
 s="$v/.pando-restore"
 o="$v/.pando-old"

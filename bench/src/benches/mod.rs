@@ -10,6 +10,7 @@ pub(crate) mod memory;
 mod observe;
 mod observe_setup;
 pub(crate) mod pool;
+mod restore;
 mod snapshot;
 pub(crate) mod upstream;
 
@@ -48,7 +49,7 @@ pub const ALL: &[(&str, &str)] = &[
     ),
     (
         "snapshot",
-        "a volume snapshot streamed through the host vs natively",
+        "a volume snapshot and a restore streamed through the host vs natively",
     ),
     (
         "observe",

@@ -314,11 +314,8 @@ async fn reload(host: &pando_host::Host, client: &Client, budget: Budget) -> Res
     let mut grants = env::kubernetes_grants()?;
     let mut config = env::KUBERNETES_CONFIG.to_string();
     if budget == Budget::Unlimited {
-        if let Some(k) = grants.kubernetes.as_mut() {
-            k.rate.qps = 1e6;
-            k.rate.burst = 1_000_000;
-        }
-        config = unbudgeted(&config)?;
+        grants = env::unbudgeted_grants(grants);
+        config = env::unbudgeted(&config)?;
     }
     env::load(
         host,
@@ -331,18 +328,6 @@ async fn reload(host: &pando_host::Host, client: &Client, budget: Budget) -> Res
         },
     )
     .await
-}
-
-/// `config` with the adapter's own request budget as wide as its schema
-/// allows.
-fn unbudgeted(config: &str) -> Result<String> {
-    let mut value: serde_json::Value = serde_json::from_str(config)?;
-    let Some(fields) = value.as_object_mut() else {
-        anyhow::bail!("the adapter's configuration is not a JSON object: {config}");
-    };
-    fields.insert("api_qps".into(), u32::MAX.into());
-    fields.insert("api_burst".into(), u32::MAX.into());
-    Ok(value.to_string())
 }
 
 /// Observes the apps in turn until `window` has passed.
@@ -413,21 +398,4 @@ async fn native_pass(
         }
     }
     Ok(pass)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unbudgeted_widens_the_adapters_budget_and_keeps_the_rest() {
-        let config = unbudgeted(env::KUBERNETES_CONFIG).unwrap();
-        let value: serde_json::Value = serde_json::from_str(&config).unwrap();
-        let base: serde_json::Value = serde_json::from_str(env::KUBERNETES_CONFIG).unwrap();
-        assert_eq!(value["api_qps"], u32::MAX);
-        assert_eq!(value["api_burst"], u32::MAX);
-        assert_eq!(value["pod_cidr"], base["pod_cidr"]);
-        assert_eq!(value["service_cidr"], base["service_cidr"]);
-        assert!(unbudgeted("[]").is_err());
-    }
 }

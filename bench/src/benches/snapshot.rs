@@ -20,17 +20,21 @@
 //! script, the same 200 ms polling), the stdout read to the end. Both
 //! clocks cover the whole call; the native stream alone is shown too. One
 //! untimed round of both goes first: the namespace's first helper pod
-//! waits seconds for KWOK, a wait neither side should be charged.
+//! waits seconds for KWOK, a wait neither side should be charged. The
+//! adapter runs without a request budget, as kube-rs does.
+//!
+//! Then the restore row, on the same volume ([`super::restore`]).
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow, bail, ensure};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
-use kube::api::{AttachParams, DeleteParams, ListParams, PostParams};
+use kube::api::{AttachParams, AttachedProcess, DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 use pando_adapter_kubernetes::Config;
 use pando_adapter_kubernetes::app::objects;
 use pando_adapter_kubernetes::kit::{self, names};
+use pando_adapter_kubernetes::trial::snapshot::SNAPSHOT_SCRIPT;
 use pando_adapter_sdk::types::{
     BundlePlan, EgressPolicy, NetworkRules, ResourceRequirements, Resources, VolumeMount,
     VolumeSpec, WorkloadSpec,
@@ -44,9 +48,8 @@ use crate::env::{self, Identity};
 use crate::report::{Bench, Row, Unit};
 
 const APP: &str = "bench-snap";
-const CLAIM: &str = "data";
-/// The adapter's snapshot script (`adapter-kubernetes/src/snapshot.rs`).
-const SCRIPT: &str = "set -e\ncd \"${PANDO_HELPER_ROOT:-}$1\"\nexec tar -cf - .\n";
+/// The app's volume.
+pub(super) const CLAIM: &str = "data";
 /// Files the volume's bytes are spread over.
 const FILES: u64 = 16;
 
@@ -54,7 +57,11 @@ const FILES: u64 = 16;
 pub async fn run(quick: bool) -> Result<Bench> {
     let host = env::host()?;
     let client = env::client(Identity::Pando).await?;
-    let adapter = env::load_kubernetes(&host, Some(client.clone())).await?;
+    // Without a request budget: the row measures a snapshot's cost, and
+    // back-to-back calls (the untimed round, then the first timed one) would
+    // otherwise wait on the adapter's 5/s (docs/benchmarks.md, "The 16 MiB
+    // snapshot's fixed cost").
+    let adapter = env::load_kubernetes_unbudgeted(&host, client.clone()).await?;
     let caps = adapter.capabilities(&call_ctx()).await?;
     if !caps.volume_snapshot {
         return Ok(Bench::skipped(
@@ -81,10 +88,8 @@ pub async fn run(quick: bool) -> Result<Bench> {
     setup::ensure_node(&admin).await?;
     let ns = names::app_namespace(APP).map_err(|e| anyhow!("{e:?}"))?;
     create_app(&admin, &ns).await?;
-    fill_volume(
-        &helper_root.join("pando-volumes").join(&ns).join(CLAIM),
-        size,
-    )?;
+    let dir = helper_root.join("pando-volumes").join(&ns).join(CLAIM);
+    fill_volume(&dir, size)?;
 
     let handle = VolumeHandle {
         bundle: APP.into(),
@@ -150,6 +155,18 @@ pub async fn run(quick: bool) -> Result<Bench> {
         );
     let mut bench = Bench::new("snapshot", what("snapshot"));
     bench.rows.push(row);
+    let restored = super::restore::row(&super::restore::Restore {
+        adapter: &adapter,
+        client: &client,
+        admin: &admin,
+        ns: &ns,
+        handle: &handle,
+        dir: &dir,
+        size,
+        iterations,
+    })
+    .await?;
+    bench.rows.push(restored);
     let deleted = Api::<Namespace>::all(admin)
         .delete(&ns, &DeleteParams::background())
         .await;
@@ -252,13 +269,10 @@ fn plan() -> BundlePlan {
 /// Writes `size` bytes into `FILES` files under `dir`, unless they are
 /// there.
 fn fill_volume(dir: &std::path::Path, size: u64) -> Result<()> {
-    let each = size / FILES;
-    let done = (0..FILES).all(|i| {
-        std::fs::metadata(dir.join(format!("f{i:02}.bin"))).is_ok_and(|m| m.len() == each)
-    });
-    if done {
+    if volume_whole(dir, size) {
         return Ok(());
     }
+    let each = size / FILES;
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     // Not all alike, so nothing on the way could shortcut it.
@@ -279,11 +293,24 @@ fn fill_volume(dir: &std::path::Path, size: u64) -> Result<()> {
     Ok(())
 }
 
+/// Whether `dir` holds the `FILES` files of `size` bytes in all that
+/// [`fill_volume`] writes (a check of their sizes, not their bytes).
+pub(super) fn volume_whole(dir: &std::path::Path, size: u64) -> bool {
+    let each = size / FILES;
+    (0..FILES)
+        .all(|i| std::fs::metadata(dir.join(format!("f{i:02}.bin"))).is_ok_and(|m| m.len() == each))
+}
+
+/// Where a helper mounts the app's volume (the adapter's `mount_path`).
+pub(super) fn mount_path(ns: &str) -> String {
+    format!("/pando-volumes/{ns}/{CLAIM}")
+}
+
 /// The snapshot with kube-rs: the adapter's steps. The whole time, the
 /// exec stream's time, and the bytes.
 async fn native_snapshot(client: &Client, ns: &str) -> Result<(Duration, Duration, u64)> {
     let name = "bench-native-snapshot";
-    let path = format!("/pando-volumes/{ns}/{CLAIM}");
+    let path = mount_path(ns);
     let config = Config::parse(env::KUBERNETES_CONFIG).map_err(|e| anyhow!("{e:?}"))?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let started = Instant::now();
@@ -298,37 +325,35 @@ async fn native_snapshot(client: &Client, ns: &str) -> Result<(Duration, Duratio
         .find(|p| p.metadata.name.as_deref() == Some("web"))
         .and_then(|p| p.spec.as_ref()?.node_name.clone())
         .ok_or_else(|| anyhow!("the claim's user has no node"))?;
-    if pods.get_opt(name).await?.is_some() {
-        pods.delete(name, &DeleteParams::background().grace_period(0))
-            .await?;
-        while pods.get_opt(name).await?.is_some() {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-    pods.create(
-        &PostParams::default(),
-        &helper_pod(name, &config, &node, &path)?,
-    )
-    .await?;
-    loop {
-        let pod = pods.get(name).await?;
-        if pod.status.and_then(|s| s.phase).as_deref() == Some("Running") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    start_helper(&pods, &helper_pod(name, &config, Some(&node), &path, true)?).await?;
     let stream_started = Instant::now();
-    let command = ["sh", "-c", SCRIPT, "sh", &path];
-    // The host's buffers (`host/src/capability/kubernetes/exec.rs`): with
-    // kube-rs's default of 1 KiB its own read is what limits the stream.
-    let params = AttachParams::default()
+    let command = ["sh", "-c", SNAPSHOT_SCRIPT, "sh", &path];
+    let mut process = pods.exec(name, command, &exec_params(false)).await?;
+    let n = drain(&mut process).await.context("native tar")?;
+    let stream = stream_started.elapsed();
+    process.join().await.ok();
+    pods.delete(name, &DeleteParams::background().grace_period(0))
+        .await?;
+    Ok((started.elapsed(), stream, n))
+}
+
+/// The native exec's options: the host's 64 KiB a pipe
+/// (`host/src/capability/kubernetes/exec.rs`). At kube-rs's default of
+/// 1 KiB its own reads and writes are what limit the stream.
+pub(super) fn exec_params(stdin: bool) -> AttachParams {
+    AttachParams::default()
         .container("pando-helper")
-        .stdin(false)
+        .stdin(stdin)
         .stdout(true)
         .stderr(true)
+        .max_stdin_buf_size(64 << 10)
         .max_stdout_buf_size(64 << 10)
-        .max_stderr_buf_size(64 << 10);
-    let mut process = pods.exec(name, command, &params).await?;
+        .max_stderr_buf_size(64 << 10)
+}
+
+/// Reads a session's stdout to the end, counting its bytes, with its
+/// stderr drained beside it; then checks its exit status.
+pub(super) async fn drain(process: &mut AttachedProcess) -> Result<u64> {
     let mut stdout = process
         .stdout()
         .ok_or_else(|| anyhow!("the exec has no stdout"))?;
@@ -338,38 +363,47 @@ async fn native_snapshot(client: &Client, ns: &str) -> Result<(Duration, Duratio
     let status = process.take_status();
     let mut buf = vec![0u8; 64 << 10];
     let mut n = 0u64;
-    let drain_err = async {
-        let mut e = Vec::new();
-        let _ = stderr.read_to_end(&mut e).await;
-        e
-    };
     let read_out = async {
         loop {
             let k = stdout.read(&mut buf).await?;
             if k == 0 {
-                break;
+                return Ok::<_, std::io::Error>(());
             }
             n += k as u64;
         }
-        Ok::<_, std::io::Error>(())
     };
-    let (out, err) = tokio::join!(read_out, drain_err);
+    let mut err = Vec::new();
+    let (out, _) = tokio::join!(read_out, stderr.read_to_end(&mut err));
     out?;
-    let stream = stream_started.elapsed();
     if let Some(status) = status
         && let Some(s) = status.await
         && s.status.as_deref() != Some("Success")
     {
-        bail!(
-            "native tar failed: {:?}: {}",
-            s.message,
-            String::from_utf8_lossy(&err)
-        );
+        bail!("{:?}: {}", s.message, String::from_utf8_lossy(&err));
     }
-    process.join().await.ok();
-    pods.delete(name, &DeleteParams::background().grace_period(0))
-        .await?;
-    Ok((started.elapsed(), stream, n))
+    Ok(n)
+}
+
+/// Starts helper `pod` as the adapter does: one of its name in the way
+/// goes first (deleted with no grace), then it is made and polled every
+/// 200 ms until it runs.
+pub(super) async fn start_helper(pods: &Api<Pod>, pod: &Pod) -> Result<()> {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    if pods.get_opt(name).await?.is_some() {
+        pods.delete(name, &DeleteParams::background().grace_period(0))
+            .await?;
+        while pods.get_opt(name).await?.is_some() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    pods.create(&PostParams::default(), pod).await?;
+    loop {
+        let pod = pods.get(name).await?;
+        if pod.status.and_then(|s| s.phase).as_deref() == Some("Running") {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// A PersistentVolume bound to the app's claim (its contents are the files under
@@ -394,10 +428,18 @@ async fn bind_claim(admin: &Client, ns: &str) -> Result<()> {
     Ok(())
 }
 
-/// The adapter's helper pod (`adapter-kubernetes/src/helper.rs`).
-fn helper_pod(name: &str, config: &Config, node: &str, path: &str) -> Result<Pod> {
+/// The adapter's helper pod (`adapter-kubernetes/src/trial/helper_pods.rs`):
+/// on `node` when given (a snapshot's, beside the claim's user), with the
+/// claim mounted at `path`, `read_only` or not (a restore's).
+pub(super) fn helper_pod(
+    name: &str,
+    config: &Config,
+    node: Option<&str>,
+    path: &str,
+    read_only: bool,
+) -> Result<Pod> {
     let labels = kit::app_labels(APP);
-    let pod = serde_json::json!({
+    let mut pod = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": { "name": name, "labels": labels },
@@ -407,26 +449,29 @@ fn helper_pod(name: &str, config: &Config, node: &str, path: &str) -> Result<Pod
             "enableServiceLinks": false,
             "activeDeadlineSeconds": 3600,
             "terminationGracePeriodSeconds": 1,
-            "affinity": { "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": [{
-                    "matchFields": [{ "key": "metadata.name", "operator": "In", "values": [node] }],
-                }] },
-            } },
-            "tolerations": [{ "key": "node.kubernetes.io/unschedulable", "operator": "Exists",
-                              "effect": "NoSchedule" }],
             "containers": [{
                 "name": "pando-helper",
                 "image": config.helper_image,
                 "command": ["sh", "-c", "exec sleep 3600"],
                 "resources": { "requests": { "cpu": "10m", "memory": "16Mi" } },
                 "securityContext": { "allowPrivilegeEscalation": false },
-                "volumeMounts": [{ "name": "data", "mountPath": path, "readOnly": true }],
+                "volumeMounts": [{ "name": "data", "mountPath": path, "readOnly": read_only }],
             }],
             "volumes": [{
                 "name": "data",
-                "persistentVolumeClaim": { "claimName": CLAIM, "readOnly": true },
+                "persistentVolumeClaim": { "claimName": CLAIM, "readOnly": read_only },
             }],
         },
     });
+    if let Some(node) = node {
+        pod["spec"]["affinity"] = serde_json::json!({ "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": [{
+                "matchFields": [{ "key": "metadata.name", "operator": "In", "values": [node] }],
+            }] },
+        } });
+        pod["spec"]["tolerations"] = serde_json::json!([{
+            "key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule",
+        }]);
+    }
     Ok(serde_json::from_value(pod)?)
 }
