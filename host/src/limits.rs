@@ -68,8 +68,8 @@ pub struct Limits {
     /// Bytes the host may hold for the adapter, all its instances together,
     /// in stream buffers it asked for: the bytes of each `from-bytes`, the
     /// capacity of each `pipe`, the event buffer of each Kubernetes watch
-    /// (1 MiB), the stdout and stderr buffers of each exec session (128
-    /// KiB). Held until the stream is dropped; past the
+    /// (1 MiB), the buffer of each pipe of an exec session (64 KiB each of
+    /// stdin, stdout, stderr it has). Held until the stream is dropped; past the
     /// budget `from-bytes` and `pipe` answer streams that fail at once with
     /// an error naming this limit (their WIT signatures have no error case).
     pub stream_buffer_bytes: u64,

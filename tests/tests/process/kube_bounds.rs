@@ -149,13 +149,14 @@ async fn watches_reserve_their_buffers_of_the_stream_budget() {
     ns.delete().await.expect("cleanup");
 }
 
-/// An exec session reserves its output buffers (stdout's and stderr's,
-/// 64 KiB each: 128 KiB) of `limits.stream_buffer_bytes` when it opens, as
-/// a watch reserves its event buffer: past the budget the open is denied
-/// naming it, and all is given back when the call ends.
+/// An exec session reserves a 64 KiB buffer for each of its pipes of
+/// `limits.stream_buffer_bytes` when it opens, as a watch reserves its
+/// event buffer: past the budget the open is denied naming it, and all is
+/// given back when the call ends.
 #[tokio::test]
 async fn exec_sessions_reserve_their_buffers_of_the_stream_budget() {
-    const EXEC_HOLDS: u64 = 128 << 10;
+    // The probe's sessions run `cat` with stdin: stdin, stdout, stderr.
+    const EXEC_HOLDS: u64 = 3 * (64 << 10);
     // Room for four sessions and half of a fifth.
     let (a, _h) = probe_with(Limits {
         stream_buffer_bytes: 4 * EXEC_HOLDS + EXEC_HOLDS / 2,

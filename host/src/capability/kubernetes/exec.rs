@@ -27,19 +27,26 @@ use crate::bindings::v0_1::pando::runtime::kubernetes::{
 };
 use crate::grants::request::{self, ApiRequest, Verb};
 
-/// What kube-rs buffers of a session's stdout, and of its stderr, between
-/// the connection and our reader. kube-rs's default is 1 KiB: every KiB then
-/// went through its own read, task hand-off and guest `splice`, and a 256 MiB
-/// snapshot streamed at 0.78× kube-rs's own read (docs/benchmarks.md,
-/// "A session's output in 64 KiB"). 64 KiB is the most `wasi:io` hands over
-/// in one read (wasmtime-wasi's read size) and the Kubernetes adapter's
-/// chunk. The adapter's `limits.stream_buffer_bytes` is charged for both
-/// ([`EXEC_HELD_BYTES`]).
-const OUTPUT_BUFFER: usize = 64 << 10;
+/// What kube-rs buffers of each of a session's pipes (stdin, stdout,
+/// stderr) between the connection and us. kube-rs's default is 1 KiB:
+/// every KiB then went through its own read, task hand-off and guest
+/// `splice` (a 256 MiB snapshot at 0.78× kube-rs's own read), and each KiB
+/// of stdin into its own websocket frame (a 256 MiB restore at 23.8 MiB/s,
+/// 0.42× kube-rs at 64 KiB) (docs/benchmarks.md, "A session's output in
+/// 64 KiB" and "A restore's input in 64 KiB"). 64 KiB is the most
+/// `wasi:io` hands over in one read (wasmtime-wasi's read size), the
+/// stdin stream's write budget below, and the Kubernetes adapter's chunk.
+/// The adapter's `limits.stream_buffer_bytes` is charged for each pipe the
+/// session has ([`held_bytes`]).
+const PIPE_BUFFER: usize = 64 << 10;
 
-/// What an exec session takes of the adapter's stream budget: its stdout's
-/// and stderr's buffers.
-pub(crate) const EXEC_HELD_BYTES: u64 = 2 * OUTPUT_BUFFER as u64;
+/// What an exec session takes of the adapter's stream budget: one
+/// [`PIPE_BUFFER`] for each of its pipes (stdout always, stderr unless a
+/// terminal merges it into stdout, stdin when asked for).
+pub(crate) fn held_bytes(request: &ExecRequest) -> u64 {
+    let pipes = 1 + u64::from(!request.tty) + u64::from(request.stdin);
+    pipes * PIPE_BUFFER as u64
+}
 
 /// How a session ended, once it has: its final `Status`, or `None` when
 /// its connection ended without one (it broke).
@@ -363,9 +370,9 @@ impl KubeContext {
             stdout: true,
             stderr: !req.tty,
             tty: req.tty,
-            max_stdout_buf_size: Some(OUTPUT_BUFFER),
-            max_stderr_buf_size: Some(OUTPUT_BUFFER),
-            ..AttachParams::default()
+            max_stdin_buf_size: Some(PIPE_BUFFER),
+            max_stdout_buf_size: Some(PIPE_BUFFER),
+            max_stderr_buf_size: Some(PIPE_BUFFER),
         };
         let mut process = api
             .exec(&req.pod, req.command, &params)
@@ -382,7 +389,7 @@ impl KubeContext {
         });
         let stdin = process.stdin().map(|w| {
             Box::new(AsyncWriteStream::new(
-                64 << 10,
+                PIPE_BUFFER,
                 Cut::new(CloseOnDrop(w), &ended),
             )) as DynOutputStream
         });
@@ -422,6 +429,31 @@ fn api_error(what: &str, e: kube::Error) -> ApiError {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
+
+    #[test]
+    fn a_session_is_charged_one_buffer_a_pipe() {
+        let req = |stdin, tty| ExecRequest {
+            namespace: "ns".into(),
+            pod: "p".into(),
+            container: None,
+            command: vec!["true".into()],
+            stdin,
+            tty,
+        };
+        let kib = |n: u64| n << 10;
+        assert_eq!(held_bytes(&req(false, false)), kib(128), "stdout, stderr");
+        assert_eq!(held_bytes(&req(true, false)), kib(192), "and stdin");
+        assert_eq!(
+            held_bytes(&req(false, true)),
+            kib(64),
+            "a terminal's one output"
+        );
+        assert_eq!(
+            held_bytes(&req(true, true)),
+            kib(128),
+            "a terminal and its input"
+        );
+    }
 
     #[tokio::test]
     async fn a_session_cut_off_fails_its_streams_after_what_arrived() {

@@ -112,7 +112,7 @@ impl Host for View<'_, Kubernetes> {
     ) -> wasmtime::Result<Result<Resource<ExecSession>, ApiError>> {
         self.open_held(
             "exec",
-            super::exec::EXEC_HELD_BYTES,
+            super::exec::held_bytes(&request),
             async |kube, adapter| kube.exec(&adapter.name, request).await,
             |mut s, held| {
                 s.held = Some(held);
