@@ -66,12 +66,15 @@ pub struct Limits {
     #[schemars(range(min = MIN_HANDLES))]
     pub max_handles: u32,
     /// Bytes the host may hold for the adapter, all its instances together,
-    /// in stream buffers it asked for: the bytes of each `from-bytes`, the
-    /// capacity of each `pipe`, the event buffer of each Kubernetes watch
-    /// (1 MiB), the buffer of each pipe of an exec session (64 KiB each of
-    /// stdin, stdout, stderr it has). Held until the stream is dropped; past the
+    /// in stream buffers it asked for: the bytes of each `from-bytes`; for
+    /// each `pipe` its capacity, its writer's pending chunk (up to 64 KiB)
+    /// and 192 KiB its reader may read ahead; the event buffer of each
+    /// Kubernetes watch (1 MiB); 192 KiB read ahead of each log; an exec
+    /// session's pipes (256 KiB each of stdout and stderr, 128 KiB of
+    /// stdin, as it has them). Held until the stream is dropped; past the
     /// budget `from-bytes` and `pipe` answer streams that fail at once with
-    /// an error naming this limit (their WIT signatures have no error case).
+    /// an error naming this limit (their WIT signatures have no error case),
+    /// a watch, log or exec session is denied naming it.
     pub stream_buffer_bytes: u64,
     /// Streams and sessions the adapter may have open at once, all its
     /// instances together: its pipes and `from-bytes` streams and the

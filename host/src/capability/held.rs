@@ -20,6 +20,16 @@ use wasmtime_wasi::p2::{
 
 use crate::limits::Limits;
 
+/// What wasmtime-wasi's `AsyncReadStream` (the host end of a log, of an
+/// exec session's stdout and stderr, of a pipe's reading half) reads ahead
+/// of a guest that does not read: its task reads in 64 KiB allocations and
+/// holds one in the stream, one in its one-slot channel and one it is
+/// filling while it waits for the slot. Charged to each such stream, so
+/// that `limits.stream_buffer_bytes` bounds what the host holds, not only
+/// what the guest asked for; `read_ahead_is_three_reads_of_64_kib` holds
+/// the figure to the wasmtime-wasi in use.
+pub(crate) const READ_AHEAD: u64 = 3 * (64 << 10);
+
 /// An adapter's budget for what the host holds for it.
 #[derive(Debug)]
 pub(crate) struct HeldBudget {
@@ -232,6 +242,50 @@ impl OutputStream for Refused {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use tokio::io::{AsyncRead, ReadBuf};
+    use wasmtime_wasi::p2::pipe::AsyncReadStream;
+
+    /// An endless source that counts what was read from it.
+    struct Counted(Arc<AtomicU64>);
+
+    impl AsyncRead for Counted {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            let n = buf.remaining();
+            buf.put_slice(&vec![b'x'; n]);
+            self.0.fetch_add(n as u64, Ordering::Relaxed);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// The charge is only as true as wasmtime-wasi's buffering: a stream
+    /// nobody reads takes exactly [`READ_AHEAD`] from its source, then
+    /// stops. A wasmtime upgrade that reads further ahead fails here.
+    #[tokio::test]
+    async fn read_ahead_is_three_reads_of_64_kib() {
+        let read = Arc::new(AtomicU64::new(0));
+        let mut stream = AsyncReadStream::new(Counted(read.clone()));
+        // The stream's own `ready` takes the first read into its buffer.
+        stream.ready().await;
+        // Its task then fills the channel's slot and one more read, and
+        // waits; let it run until the count has stood still a while.
+        let (mut last, mut still) = (u64::MAX, 0);
+        for _ in 0..400 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let now = read.load(Ordering::Relaxed);
+            still = if now == last { still + 1 } else { 0 };
+            if still == 10 {
+                break;
+            }
+            last = now;
+        }
+        assert_eq!(read.load(Ordering::Relaxed), READ_AHEAD);
+    }
 
     #[test]
     fn a_holding_is_given_back_when_dropped_and_limits_name_themselves() {

@@ -7,7 +7,7 @@ use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use super::View;
 use crate::bindings::v0_1::pando::runtime::streams::{self as wit, Host};
-use crate::capability::held::{HeldStream, Refused};
+use crate::capability::held::{HeldStream, READ_AHEAD, Refused};
 
 /// `pando:runtime/streams`: its buffers draw on the adapter's stream budget
 /// in the store's [`Env`](super::env::Env).
@@ -39,19 +39,20 @@ impl Host for View<'_, Streams> {
         capacity: u64,
     ) -> wasmtime::Result<(Resource<DynOutputStream>, Resource<DynInputStream>)> {
         let capacity = usize::try_from(capacity.clamp(1, MAX_PIPE_CAPACITY)).unwrap_or(CHUNK);
-        // Each end is a stream held open; the capacity is what the duplex
-        // may buffer (the writer's chunk is within it).
+        // Each end is a stream held open. The writing end holds the
+        // duplex's capacity and the chunk its writer may have pending; the
+        // reading end wasmtime-wasi's reads ahead of the guest.
+        let chunk = capacity.min(CHUNK);
         let held = self
             .env
-            .hold("pipe", capacity as u64)
-            .and_then(|w| Ok((w, self.env.hold("pipe", 0)?)));
+            .hold("pipe", (capacity + chunk) as u64)
+            .and_then(|w| Ok((w, self.env.hold("pipe", READ_AHEAD)?)));
         let (out, inp): (DynOutputStream, DynInputStream) = match held {
             Ok((held_out, held_in)) => {
                 // A duplex's halves close each other on drop, so dropping the
                 // output end ends the input.
                 let (writer, reader) = tokio::io::duplex(capacity);
-                let out: DynOutputStream =
-                    Box::new(AsyncWriteStream::new(capacity.min(CHUNK), writer));
+                let out: DynOutputStream = Box::new(AsyncWriteStream::new(chunk, writer));
                 let inp: DynInputStream = Box::new(AsyncReadStream::new(reader));
                 (
                     Box::new(HeldStream::new(out, held_out)),

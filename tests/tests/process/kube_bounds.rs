@@ -149,39 +149,64 @@ async fn watches_reserve_their_buffers_of_the_stream_budget() {
     ns.delete().await.expect("cleanup");
 }
 
-/// An exec session reserves a 64 KiB buffer for each of its pipes of
+/// An exec session reserves the buffers of each of its pipes of
 /// `limits.stream_buffer_bytes` when it opens, as a watch reserves its
 /// event buffer: past the budget the open is denied naming it, and all is
 /// given back when the call ends.
 #[tokio::test]
 async fn exec_sessions_reserve_their_buffers_of_the_stream_budget() {
-    // The probe's sessions run `cat` with stdin: stdin, stdout, stderr.
-    const EXEC_HOLDS: u64 = 3 * (64 << 10);
-    // Room for four sessions and half of a fifth.
+    // The probe's sessions run `cat` with stdin: stdout and stderr each
+    // kube-rs's 64 KiB and wasmtime-wasi's 192 KiB read ahead, stdin
+    // kube-rs's 64 KiB and the write budget's 64.
+    const EXEC_HOLDS: u64 = 2 * (256 << 10) + (128 << 10);
+    sessions_reserve_their_buffers("exec", EXEC_HOLDS).await;
+}
+
+/// A followed log reserves wasmtime-wasi's read-ahead (three reads of
+/// 64 KiB) of `limits.stream_buffer_bytes`: a guest that opens logs and
+/// never reads them is bounded by the budget, not only by
+/// `limits.max_streams`.
+#[tokio::test]
+async fn logs_reserve_their_read_ahead_of_the_stream_budget() {
+    const LOG_HOLDS: u64 = 3 * (64 << 10);
+    sessions_reserve_their_buffers("logs", LOG_HOLDS).await;
+}
+
+/// With room for four of the probe's `kind` sessions of `holds` bytes and
+/// half of a fifth, ten opens: four held, six denied naming the budget, all
+/// given back at the call's end, and four open again.
+async fn sessions_reserve_their_buffers(kind: &str, holds: u64) {
     let (a, _h) = probe_with(Limits {
-        stream_buffer_bytes: 4 * EXEC_HOLDS + EXEC_HOLDS / 2,
+        stream_buffer_bytes: 4 * holds + holds / 2,
         ..Limits::default()
     })
     .await;
-    let ns = probe::app_namespace("execbuf").await;
+    let ns = probe::app_namespace(&format!("{kind}buf")).await;
     probe::running_pod(&ns.name, "talk", "main").await;
-    let got = probe::op(&a, &format!("sessions:exec:10:{}/talk", ns.name))
+    let got = probe::op(&a, &format!("sessions:{kind}:10:{}/talk", ns.name))
         .await
         .expect("runs");
     let (ok, failed, error) = holdings(&got);
-    assert_eq!((ok, failed), (4, 6), "{got}");
+    assert_eq!((ok, failed), (4, 6), "{kind}: {got}");
     assert!(
         error.contains("Denied") && error.contains("limits.stream_buffer_bytes"),
-        "{error}"
+        "{kind}: {error}"
     );
     let held = a.held_streams();
-    assert_eq!((held.bytes, held.streams), (0, 0), "given back: {held:?}");
+    assert_eq!(
+        (held.bytes, held.streams),
+        (0, 0),
+        "{kind}: given back: {held:?}"
+    );
     assert_eq!(held.refused_bytes, 6);
-    // Given back, the budget opens four again.
-    let got = probe::op(&a, &format!("sessions:exec:4:{}/talk", ns.name))
+    let got = probe::op(&a, &format!("sessions:{kind}:4:{}/talk", ns.name))
         .await
         .expect("runs");
-    assert_eq!(holdings(&got), (4, 0, String::new()), "{got}");
+    assert_eq!(
+        holdings(&got),
+        (4, 0, String::new()),
+        "{kind}: given back, the budget opens four again: {got}"
+    );
     ns.delete().await.expect("cleanup");
 }
 

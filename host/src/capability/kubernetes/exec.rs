@@ -25,6 +25,7 @@ use super::audit::Audit;
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ApiStatus, ExecRequest, LogRequest,
 };
+use crate::capability::held::READ_AHEAD;
 use crate::grants::request::{self, ApiRequest, Verb};
 
 /// What kube-rs buffers of each of a session's pipes (stdin, stdout,
@@ -41,12 +42,17 @@ use crate::grants::request::{self, ApiRequest, Verb};
 /// session has ([`held_bytes`]).
 const PIPE_BUFFER: usize = 64 << 10;
 
-/// What an exec session takes of the adapter's stream budget: one
-/// [`PIPE_BUFFER`] for each of its pipes (stdout always, stderr unless a
-/// terminal merges it into stdout, stdin when asked for).
+/// What an exec session takes of the adapter's stream budget, for each
+/// pipe it has (stdout always, stderr unless a terminal merges it into
+/// stdout, stdin when asked for): an output pipe holds kube-rs's
+/// [`PIPE_BUFFER`] and wasmtime-wasi's [`READ_AHEAD`] (256 KiB), stdin
+/// kube-rs's [`PIPE_BUFFER`] and the output stream's write budget of as
+/// much (128 KiB).
 pub(crate) fn held_bytes(request: &ExecRequest) -> u64 {
-    let pipes = 1 + u64::from(!request.tty) + u64::from(request.stdin);
-    pipes * PIPE_BUFFER as u64
+    let outputs = 1 + u64::from(!request.tty);
+    let output = PIPE_BUFFER as u64 + READ_AHEAD;
+    let input = 2 * PIPE_BUFFER as u64;
+    outputs * output + u64::from(request.stdin) * input
 }
 
 /// How a session ended, once it has: its final `Status`, or `None` when
@@ -432,7 +438,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
 
     #[test]
-    fn a_session_is_charged_one_buffer_a_pipe() {
+    fn a_session_is_charged_the_buffers_of_each_pipe() {
         let req = |stdin, tty| ExecRequest {
             namespace: "ns".into(),
             pod: "p".into(),
@@ -442,16 +448,18 @@ mod tests {
             tty,
         };
         let kib = |n: u64| n << 10;
-        assert_eq!(held_bytes(&req(false, false)), kib(128), "stdout, stderr");
-        assert_eq!(held_bytes(&req(true, false)), kib(192), "and stdin");
+        // An output: kube-rs's 64 KiB and wasmtime-wasi's three 64 KiB
+        // reads ahead; stdin: kube-rs's 64 KiB and the write budget's 64.
+        assert_eq!(held_bytes(&req(false, false)), kib(512), "stdout, stderr");
+        assert_eq!(held_bytes(&req(true, false)), kib(640), "and stdin");
         assert_eq!(
             held_bytes(&req(false, true)),
-            kib(64),
+            kib(256),
             "a terminal's one output"
         );
         assert_eq!(
             held_bytes(&req(true, true)),
-            kib(128),
+            kib(384),
             "a terminal and its input"
         );
     }

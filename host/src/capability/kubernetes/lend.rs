@@ -14,7 +14,7 @@ use crate::bindings::v0_1::pando::runtime::kubernetes::{
 };
 use crate::capability::View;
 use crate::capability::env::Identity;
-use crate::capability::held::{Held, HeldStream};
+use crate::capability::held::{Held, HeldStream, READ_AHEAD};
 
 /// Races a Kubernetes call against the call's cancellation, so a guest
 /// waiting on the cluster (or on the rate budget) is told `cancelled`
@@ -97,9 +97,10 @@ impl Host for View<'_, Kubernetes> {
         &mut self,
         request: LogRequest,
     ) -> wasmtime::Result<Result<Resource<DynInputStream>, ApiError>> {
+        // A log holds nothing of its own but wasmtime-wasi's read-ahead.
         self.open_held(
             "logs",
-            0,
+            READ_AHEAD,
             async |kube, adapter| kube.logs(&adapter.name, request).await,
             |s, held| -> DynInputStream { Box::new(HeldStream::new(s, held)) },
         )
