@@ -18,7 +18,7 @@
 //! bench wrote.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context as _, Result, anyhow, ensure};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -28,13 +28,14 @@ use pando_adapter_kubernetes::Config;
 use pando_adapter_kubernetes::trial::snapshot::{SWAP_SCRIPT, UNPACK_SCRIPT};
 use pando_host::Adapter;
 use pando_host::types::VolumeHandle;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncWriteExt as _, BufReader};
 
 use super::call_ctx;
 use super::snapshot::{
-    CLAIM, drain, exec_params, helper_pod, mount_path, start_helper, volume_whole,
+    CLAIM, delete_pod, drain, exec_params, helper_pod, mount_path, start_helper, volume_whole,
 };
 use crate::env;
+use crate::mem::mib;
 use crate::report::{Row, Unit};
 
 /// What a restore is given.
@@ -61,7 +62,9 @@ pub struct Restore<'a> {
 pub async fn row(r: &Restore<'_>) -> Result<Row> {
     let archive = take_archive(r).await?;
     let bytes = std::fs::metadata(&archive)?.len();
-    stop_app(r.admin, r.ns).await?;
+    delete_pod(&Api::namespaced(r.admin.clone(), r.ns), "web").await?;
+    // Parsed once, as the host's adapter parsed its configuration at load.
+    let config = Config::parse(env::KUBERNETES_CONFIG).map_err(|e| anyhow!("{e:?}"))?;
     let (mut host, mut native) = (Vec::new(), Vec::new());
     for _ in 0..r.iterations {
         let t = Instant::now();
@@ -76,7 +79,7 @@ pub async fn row(r: &Restore<'_>) -> Result<Row> {
             "after the host's restore the volume does not hold the bench's files"
         );
         let t = Instant::now();
-        native_restore(r.client, r.ns, &archive).await?;
+        native_restore(r.client, &config, r.ns, &archive).await?;
         native.push(mib(bytes) / t.elapsed().as_secs_f64());
         ensure!(
             volume_whole(r.dir, r.size),
@@ -112,37 +115,17 @@ async fn take_archive(r: &Restore<'_>) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Deletes the app's pod and waits until it is gone.
-async fn stop_app(admin: &Client, ns: &str) -> Result<()> {
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), ns);
-    if pods.get_opt("web").await?.is_none() {
-        return Ok(());
-    }
-    pods.delete("web", &DeleteParams::background().grace_period(0))
-        .await?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while pods.get_opt("web").await?.is_some() {
-        ensure!(
-            Instant::now() < deadline,
-            "the app's pod was not gone within 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    Ok(())
-}
-
 /// The restore with kube-rs: the adapter's steps.
-async fn native_restore(client: &Client, ns: &str, archive: &Path) -> Result<()> {
+async fn native_restore(client: &Client, config: &Config, ns: &str, archive: &Path) -> Result<()> {
     let name = "bench-native-restore";
     let path = mount_path(ns);
-    let config = Config::parse(env::KUBERNETES_CONFIG).map_err(|e| anyhow!("{e:?}"))?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     // Find the claim and its users, as `locate` does.
     Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns)
         .get(CLAIM)
         .await?;
     pods.list(&ListParams::default()).await?;
-    start_helper(&pods, &helper_pod(name, &config, None, &path, false)?).await?;
+    start_helper(&pods, &helper_pod(name, config, None, &path, false)?).await?;
     unpack(&pods, name, &path, archive).await?;
     run(&pods, name, SWAP_SCRIPT, &path).await?;
     pods.delete(name, &DeleteParams::background().grace_period(0))
@@ -157,16 +140,10 @@ async fn unpack(pods: &Api<Pod>, name: &str, path: &str, archive: &Path) -> Resu
     let mut stdin = process
         .stdin()
         .ok_or_else(|| anyhow!("the exec has no stdin"))?;
-    let mut file = tokio::fs::File::open(archive).await?;
+    // Read in 64 KiB, the adapter's chunk.
+    let mut file = BufReader::with_capacity(64 << 10, tokio::fs::File::open(archive).await?);
     let send = async move {
-        let mut buf = vec![0u8; 64 << 10];
-        loop {
-            let n = file.read(&mut buf).await?;
-            if n == 0 {
-                break;
-            }
-            stdin.write_all(&buf[..n]).await?;
-        }
+        tokio::io::copy_buf(&mut file, &mut stdin).await?;
         // The test cluster's KWOK never passes stdin's end on; GNU tar
         // stops at the archive's end-of-archive marker, as for the host.
         stdin.shutdown().await
@@ -181,8 +158,4 @@ async fn run(pods: &Api<Pod>, name: &str, script: &str, path: &str) -> Result<()
     let command = ["sh", "-c", script, "sh", path];
     let mut process = pods.exec(name, command, &exec_params(false)).await?;
     drain(&mut process).await.map(drop)
-}
-
-fn mib(bytes: u64) -> f64 {
-    crate::mem::mib(bytes)
 }

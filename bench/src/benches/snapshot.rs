@@ -380,13 +380,7 @@ pub(super) async fn drain(process: &mut AttachedProcess) -> Result<u64> {
 /// 200 ms until it runs.
 pub(super) async fn start_helper(pods: &Api<Pod>, pod: &Pod) -> Result<()> {
     let name = pod.metadata.name.as_deref().unwrap_or_default();
-    if pods.get_opt(name).await?.is_some() {
-        pods.delete(name, &DeleteParams::background().grace_period(0))
-            .await?;
-        while pods.get_opt(name).await?.is_some() {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
+    delete_pod(pods, name).await?;
     pods.create(&PostParams::default(), pod).await?;
     loop {
         let pod = pods.get(name).await?;
@@ -395,6 +389,25 @@ pub(super) async fn start_helper(pods: &Api<Pod>, pod: &Pod) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Deletes pod `name`, if there is one, with no grace, and waits (at most
+/// 60 s) until it is gone.
+pub(super) async fn delete_pod(pods: &Api<Pod>, name: &str) -> Result<()> {
+    if pods.get_opt(name).await?.is_none() {
+        return Ok(());
+    }
+    pods.delete(name, &DeleteParams::background().grace_period(0))
+        .await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pods.get_opt(name).await?.is_some() {
+        ensure!(
+            Instant::now() < deadline,
+            "pod {name} was not gone within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
 }
 
 /// A PersistentVolume bound to the app's claim (its contents are the files under

@@ -183,22 +183,8 @@ async fn sessions_reserve_their_buffers(kind: &str, holds: u64) {
     .await;
     let ns = probe::app_namespace(&format!("{kind}buf")).await;
     probe::running_pod(&ns.name, "talk", "main").await;
-    let got = probe::op(&a, &format!("sessions:{kind}:10:{}/talk", ns.name))
-        .await
-        .expect("runs");
-    let (ok, failed, error) = holdings(&got);
-    assert_eq!((ok, failed), (4, 6), "{kind}: {got}");
-    assert!(
-        error.contains("Denied") && error.contains("limits.stream_buffer_bytes"),
-        "{kind}: {error}"
-    );
-    let held = a.held_streams();
-    assert_eq!(
-        (held.bytes, held.streams),
-        (0, 0),
-        "{kind}: given back: {held:?}"
-    );
-    assert_eq!(held.refused_bytes, 6);
+    four_of_ten_sessions_held(&a, kind, &ns.name, "limits.stream_buffer_bytes").await;
+    assert_eq!(a.held_streams().refused_bytes, 6);
     let got = probe::op(&a, &format!("sessions:{kind}:4:{}/talk", ns.name))
         .await
         .expect("runs");
@@ -208,6 +194,27 @@ async fn sessions_reserve_their_buffers(kind: &str, holds: u64) {
         "{kind}: given back, the budget opens four again: {got}"
     );
     ns.delete().await.expect("cleanup");
+}
+
+/// Opens ten of the probe's `kind` sessions of `ns`/talk in one call of
+/// `a`: four are held, six denied naming `limit`, and all is given back
+/// when the call ends.
+async fn four_of_ten_sessions_held(a: &Adapter, kind: &str, ns: &str, limit: &str) {
+    let got = probe::op(a, &format!("sessions:{kind}:10:{ns}/talk"))
+        .await
+        .expect("runs");
+    let (ok, failed, error) = holdings(&got);
+    assert_eq!((ok, failed), (4, 6), "{kind}: {got}");
+    assert!(
+        error.contains("Denied") && error.contains(limit),
+        "{kind}: {error}"
+    );
+    let held = a.held_streams();
+    assert_eq!(
+        (held.bytes, held.streams),
+        (0, 0),
+        "{kind}: given back: {held:?}"
+    );
 }
 
 /// Grants with a rate budget of `burst` requests and next to no refill.
@@ -433,21 +440,7 @@ async fn logs_and_exec_sessions_past_max_streams_are_denied_naming_the_limit() {
     let ns = probe::app_namespace("sessions").await;
     probe::running_pod(&ns.name, "talk", "main").await;
     for kind in ["logs", "exec"] {
-        let got = probe::op(&a, &format!("sessions:{kind}:10:{}/talk", ns.name))
-            .await
-            .expect("runs");
-        let (ok, failed, error) = holdings(&got);
-        assert_eq!((ok, failed), (4, 6), "{kind}: {got}");
-        assert!(
-            error.contains("Denied") && error.contains("limits.max_streams"),
-            "{kind}: {error}"
-        );
-        let held = a.held_streams();
-        assert_eq!(
-            (held.bytes, held.streams),
-            (0, 0),
-            "{kind}: given back: {held:?}"
-        );
+        four_of_ten_sessions_held(&a, kind, &ns.name, "limits.max_streams").await;
         let got = probe::op(&neighbour, &format!("sessions:{kind}:6:{}/talk", ns.name))
             .await
             .expect("runs");
