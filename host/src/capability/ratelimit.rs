@@ -126,6 +126,31 @@ impl ByteBudget {
         }
     }
 
+    /// A full bucket of `bytes` an hour, refilled evenly over the hour: a
+    /// budget over time rather than a rate. 0 is taken as 1.
+    pub fn per_hour(bytes: u64) -> Self {
+        let burst = bytes.max(1) as f64;
+        ByteBudget {
+            per_second: burst / 3600.0,
+            burst,
+            state: Mutex::new(Bucket {
+                tokens: burst,
+                last: Instant::now(),
+            }),
+        }
+    }
+
+    /// Gives back `bytes` taken for a write that was not sent after all.
+    pub fn refund(&self, bytes: u64) {
+        let mut b = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        b.tokens = (b.tokens + bytes as f64).min(self.burst);
+    }
+
+    /// The bucket's size in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.burst as u64
+    }
+
     /// Reserves `bytes` at `now`: how long to wait before sending them, or,
     /// if that wait would be longer than `max_wait`, how long it would be
     /// (and nothing is reserved). More than the burst is never reserved.
@@ -191,6 +216,28 @@ mod tests {
         let bb = ByteBudget::new(1000, 1000);
         let t0 = Instant::now() + Duration::from_secs(10);
         assert!(bb.reserve(t0, 1001, Duration::MAX).is_err());
+    }
+
+    #[test]
+    fn an_hourly_budget_is_spent_then_refills_over_the_hour() {
+        let bb = ByteBudget::per_hour(3600);
+        let t0 = Instant::now();
+        assert_eq!(bb.reserve(t0, 3000, Duration::ZERO), Ok(Duration::ZERO));
+        // 600 left: 1000 more would take 400 s of refill, refused at once.
+        assert_eq!(
+            bb.reserve(t0, 1000, Duration::ZERO),
+            Err(Duration::from_secs(400))
+        );
+        // A write not sent gives its bytes back.
+        bb.refund(400);
+        assert_eq!(bb.reserve(t0, 1000, Duration::ZERO), Ok(Duration::ZERO));
+        assert!(bb.reserve(t0, 1, Duration::ZERO).is_err(), "spent");
+        assert_eq!(
+            bb.reserve(t0 + Duration::from_secs(100), 100, Duration::ZERO),
+            Ok(Duration::ZERO),
+            "a byte a second comes back"
+        );
+        assert_eq!(bb.capacity(), 3600);
     }
 
     #[test]

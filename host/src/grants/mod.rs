@@ -6,12 +6,14 @@
 //! canonicalizes each request; [`check`] decides it against the rules. The
 //! schema is documented in `docs/grants.md`.
 
+pub mod ceilings;
 pub mod check;
 pub mod forbidden;
 mod json_schema;
 mod known;
 pub mod objects;
 pub mod rbac;
+pub mod read_masks;
 pub mod request;
 
 use std::path::Path;
@@ -50,6 +52,15 @@ pub struct KubernetesGrants {
     /// binding.
     #[serde(default)]
     pub objects: objects::ObjectRules,
+    /// The ResourceQuota and LimitRange (`pando-ceiling`) the host writes
+    /// into each namespace the adapter makes (`ceilings`); empty writes
+    /// none.
+    #[serde(default)]
+    pub ceilings: Vec<ceilings::Ceiling>,
+    /// What the adapter is shown of objects outside its own namespaces
+    /// (`read_masks`); empty shows them whole.
+    #[serde(default)]
+    pub read_masks: Vec<read_masks::ReadMask>,
 }
 
 fn default_max_body() -> u64 {
@@ -117,6 +128,14 @@ pub struct Rate {
     /// so that every body the cap allows can pass.
     #[serde(default = "default_write_burst_bytes")]
     pub write_burst_bytes: u64,
+    /// Bytes of request bodies an hour: the budget over time that
+    /// `write_bytes_per_second` is not (kept up, a second's budget is
+    /// gigabytes an hour). A token bucket holding an hour's bytes, refilled
+    /// evenly; a write it cannot cover is refused at once (`denied`, naming
+    /// this field), never waited for. At least `max_body_bytes`.
+    #[serde(default = "default_write_bytes_per_hour")]
+    #[schemars(range(min = 1))]
+    pub write_bytes_per_hour: u64,
 }
 
 fn default_write_bytes_per_second() -> u64 {
@@ -130,6 +149,12 @@ fn default_write_burst_bytes() -> u64 {
     16 << 20
 }
 
+fn default_write_bytes_per_hour() -> u64 {
+    // A quarter of etcd's default 2 GiB quota: an adapter kept at it for an
+    // hour leaves the cluster room, while an app's apply is a few KiB.
+    512 << 20
+}
+
 impl Default for Rate {
     /// client-go's defaults, which the reference adapter runs with.
     fn default() -> Self {
@@ -138,6 +163,7 @@ impl Default for Rate {
             burst: 10,
             write_bytes_per_second: default_write_bytes_per_second(),
             write_burst_bytes: default_write_burst_bytes(),
+            write_bytes_per_hour: default_write_bytes_per_hour(),
         }
     }
 }
@@ -229,6 +255,26 @@ impl Grants {
         }
         if let Err((field, why)) = k.objects.validate() {
             return bad(&format!("objects.{field}"), why);
+        }
+        if k.rate.write_bytes_per_hour < k.max_body_bytes {
+            return bad(
+                "rate.write_bytes_per_hour",
+                format!(
+                    "{} is below `kubernetes.max_body_bytes` ({}), so the largest body the cap \
+                     allows could never be sent; raise it to at least {}",
+                    k.rate.write_bytes_per_hour, k.max_body_bytes, k.max_body_bytes
+                ),
+            );
+        }
+        for (i, c) in k.ceilings.iter().enumerate() {
+            if let Err((field, why)) = c.validate() {
+                return bad(&format!("ceilings[{i}].{field}"), why);
+            }
+        }
+        for (i, m) in k.read_masks.iter().enumerate() {
+            if let Err((field, why)) = m.validate() {
+                return bad(&format!("read_masks[{i}].{field}"), why);
+            }
         }
         Ok(())
     }

@@ -37,8 +37,13 @@
 //!   store has seen: not older than that.
 //! - Grants are enforced exactly as on a live request: the request is
 //!   parsed, canonicalized and checked by the same code before the cache
-//!   is asked, and audited (`cached: true`). A cached read costs no rate
-//!   budget: the budget protects the API server, which it does not reach.
+//!   is asked. A cached read takes a token of the rate budget as a live
+//!   read does (the budget bounds what an adapter makes the host do, not
+//!   only what reaches the API server), its answer is built within the same
+//!   byte cap as a live answer ([`Shape::max_bytes`]: past it the read
+//!   fails, no larger body is built), the adapter's read masks apply to
+//!   each object ([`Shape::item`]), and hits are audited in aggregate (a
+//!   summary event, not one per hit).
 //!
 //! The stores read with the host's identity, not the adapter's: one cache
 //! serves every adapter the host loads with the same client
@@ -96,6 +101,24 @@ pub enum CacheError {
          selectors cannot decide which lists the cache may answer"
     )]
     Selector(String),
+}
+
+/// How a cached answer is built for one adapter: its byte cap, and what
+/// each object is made into before it is added (the adapter's read masks).
+pub struct Shape<'a> {
+    /// The largest body answered; a list that would pass it is refused
+    /// ([`TooLarge`]) as soon as it does, so no larger body is built.
+    pub max_bytes: usize,
+    /// Rewrites one object's JSON (a mask); `None` leaves it as stored.
+    pub item: Option<&'a dyn Fn(Vec<u8>) -> Vec<u8>>,
+}
+
+/// A cached answer would be larger than [`Shape::max_bytes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the response is larger than {max} bytes; page the list with `limit` and `continue`")]
+pub struct TooLarge {
+    /// The cap that was passed.
+    pub max: usize,
 }
 
 /// A cached answer.
@@ -199,13 +222,15 @@ impl WatchCache {
     }
 
     /// Answers a request the grants have already allowed, when the module
-    /// doc's conditions hold; `None` sends it to the API server.
+    /// doc's conditions hold, built as `shape` says; `None` sends it to the
+    /// API server, `Some(Err)` refuses it (over the byte cap).
     pub fn answer(
         &self,
         verb: Verb,
         target: &ApiTarget,
         query: &[(String, String)],
-    ) -> Option<Hit> {
+        shape: &Shape<'_>,
+    ) -> Option<Result<Hit, TooLarge>> {
         if !matches!(verb, Verb::Get | Verb::List)
             || !target.group.is_empty()
             || target.version != "v1"
@@ -230,6 +255,7 @@ impl WatchCache {
             namespace: target.namespace.as_deref(),
             labels,
             selector: &self.selector,
+            shape,
         };
         match target.resource.as_str() {
             "namespaces" => request.answer(&self.namespaces, "NamespaceList"),
@@ -247,21 +273,34 @@ struct Request<'a> {
     namespace: Option<&'a str>,
     labels: Option<&'a str>,
     selector: &'a Selector,
+    shape: &'a Shape<'a>,
 }
 
 impl Request<'_> {
-    fn answer(&self, reflected: &Reflected, list_kind: &str) -> Option<Hit> {
+    /// One stored object as this adapter is shown it.
+    fn item(&self, json: Vec<u8>) -> Vec<u8> {
+        match self.shape.item {
+            Some(f) => f(json),
+            None => json,
+        }
+    }
+
+    fn answer(&self, reflected: &Reflected, list_kind: &str) -> Option<Result<Hit, TooLarge>> {
         let state = reflected.ready()?;
         let age = state.heard.elapsed();
+        let too_large = TooLarge {
+            max: self.shape.max_bytes,
+        };
         if let Some(name) = self.name {
             if self.labels.is_some() {
                 return None;
             }
             let entry = state.get(self.namespace.unwrap_or(""), name)?;
-            return Some(Hit {
-                body: state.json(entry)?,
-                age,
-            });
+            let body = self.item(state.json(entry)?);
+            if body.len() > self.shape.max_bytes {
+                return Some(Err(too_large));
+            }
+            return Some(Ok(Hit { body, age }));
         }
         let wanted = Selector::parse(self.labels.unwrap_or(""))?;
         if !wanted.implies(self.selector) {
@@ -277,21 +316,34 @@ impl Request<'_> {
         )
         .ok()?;
         let mut first = true;
-        let mut push = |entry: &store::Entry| -> Option<()> {
+        // `Err(None)`: an object could not be read (the API server
+        // answers); `Err(Some)`: over the cap, checked as each object is
+        // added so that no body much larger than the cap is ever built.
+        let max = self.shape.max_bytes;
+        let mut push = |entry: &store::Entry| -> Result<(), Option<TooLarge>> {
             if wanted.matches(&*entry.labels) {
                 if !first {
                     body.push(b',');
                 }
                 first = false;
-                body.extend_from_slice(&state.json(entry)?);
+                let item = self.item(state.json(entry).ok_or(None)?);
+                if body.len() + item.len() + 2 > max {
+                    return Err(Some(too_large));
+                }
+                body.extend_from_slice(&item);
             }
-            Some(())
+            Ok(())
         };
-        match self.namespace {
-            Some(ns) => state.in_namespace(ns).try_for_each(&mut push)?,
-            None => state.all().try_for_each(&mut push)?,
+        let built = match self.namespace {
+            Some(ns) => state.in_namespace(ns).try_for_each(&mut push),
+            None => state.all().try_for_each(&mut push),
+        };
+        match built {
+            Ok(()) => {}
+            Err(None) => return None,
+            Err(Some(e)) => return Some(Err(e)),
         }
         body.extend_from_slice(b"]}");
-        Some(Hit { body, age })
+        Some(Ok(Hit { body, age }))
     }
 }

@@ -55,9 +55,9 @@ impl<'a> Audit<'a> {
         self.write(Some(request), Outcome::Status(status), throttled);
     }
 
-    /// The host's watch-fed cache answered; the API server was not asked.
-    pub(crate) fn cached(&self, request: &ApiRequest) {
-        self.write(Some(request), Outcome::Cached, Duration::ZERO);
+    /// The adapter's name, as its events carry it.
+    pub(crate) fn adapter(&self) -> &str {
+        self.adapter
     }
 
     /// A stream was opened.
@@ -104,6 +104,102 @@ impl DenialRuns {
     }
 }
 
+/// How often the cache's answers to one adapter are summed up in one
+/// audit event, at most.
+pub(crate) const CACHE_SUMMARY_EVERY: Duration = Duration::from_secs(10);
+
+/// The most distinct reads a cache summary names; past it they are counted
+/// under `(other)`, so a summary stays one line.
+const MAX_SUMMARY_KEYS: usize = 32;
+
+/// The watch-fed cache's answers to one adapter, audited in aggregate: one
+/// event (`kubernetes cache summary`) for all the hits of up to
+/// [`CACHE_SUMMARY_EVERY`], written by the first hit after that time or
+/// when the adapter is dropped, rather than one event a hit (an observe
+/// pass over thousands of apps would write thousands of lines a second).
+#[derive(Debug, Default)]
+pub(crate) struct CacheHits {
+    state: Mutex<HitState>,
+}
+
+#[derive(Debug, Default)]
+struct HitState {
+    adapter: String,
+    since: Option<Instant>,
+    hits: u64,
+    bytes: u64,
+    reads: std::collections::BTreeMap<String, u64>,
+}
+
+impl CacheHits {
+    /// Counts one answer of `bytes` to `request`; writes the summary when
+    /// it is due.
+    pub(crate) fn note(&self, adapter: &str, request: &ApiRequest, bytes: usize) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if s.since.is_none() {
+            s.since = Some(now);
+            s.adapter = adapter.to_string();
+        }
+        s.hits += 1;
+        s.bytes += bytes as u64;
+        let key = match request {
+            ApiRequest::Resource { verb, target } => format!("{verb} {}", target.spelled()),
+            ApiRequest::NonResource { path } => path.clone(),
+        };
+        let key = if s.reads.contains_key(&key) || s.reads.len() < MAX_SUMMARY_KEYS {
+            key
+        } else {
+            "(other)".into()
+        };
+        *s.reads.entry(key).or_insert(0) += 1;
+        if s.since
+            .is_some_and(|t| now.duration_since(t) >= CACHE_SUMMARY_EVERY)
+        {
+            write_summary(&mut s);
+        }
+    }
+
+    /// Writes what is counted and not yet written.
+    pub(crate) fn flush(&self) {
+        write_summary(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+}
+
+impl Drop for CacheHits {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+fn write_summary(s: &mut HitState) {
+    let Some(since) = s.since.take() else {
+        return;
+    };
+    let reads = s
+        .reads
+        .iter()
+        .map(|(k, n)| format!("{k} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    tracing::info!(
+        target: "pando_host::audit",
+        adapter = %s.adapter,
+        call = "send",
+        decision = "allowed",
+        status = 200u16,
+        cached = true,
+        hits = s.hits,
+        bytes = s.bytes,
+        reads = %reads,
+        period_ms = since.elapsed().as_secs_f64() * 1e3,
+        "kubernetes cache summary"
+    );
+    s.hits = 0;
+    s.bytes = 0;
+    s.reads.clear();
+}
+
 /// What became of a call.
 enum Outcome<'a> {
     /// Refused before anything was sent.
@@ -112,8 +208,6 @@ enum Outcome<'a> {
     Status(u16),
     /// A stream (watch, log, exec) was opened.
     Opened,
-    /// The watch-fed cache answered (status 200).
-    Cached,
     /// Sending failed.
     Failed(&'a str),
 }
@@ -158,11 +252,11 @@ fn record(
         None => ("", "", ""),
     };
     let resource = Resource(request);
-    let cached = matches!(outcome, Outcome::Cached);
+    // The cache's answers are summed up apart (`CacheHits`).
+    let cached = false;
     let (decision, status, error) = match outcome {
         Outcome::Denied(why) => ("denied", 0u16, why),
         Outcome::Status(s) => ("allowed", s, ""),
-        Outcome::Cached => ("allowed", 200, ""),
         Outcome::Opened => ("allowed", 0, ""),
         Outcome::Failed(why) => ("allowed", 0, why),
     };
@@ -226,6 +320,40 @@ mod tests {
         );
         assert_eq!(runs.note("send", "/q", "no"), Some(1), "another path");
         assert_eq!(runs.note("send", "/p", "no"), Some(1), "a new run");
+    }
+
+    #[test]
+    fn cache_hits_are_summed_up_by_verb_and_resource_then_reset() {
+        use crate::grants::request::{Method, parse};
+        let hits = CacheHits::default();
+        for i in 0..(MAX_SUMMARY_KEYS + 5) {
+            let request = parse(
+                Method::Get,
+                &format!("/api/v1/namespaces/pando-{i}/pods"),
+                &[],
+            )
+            .expect("a valid path");
+            hits.note("a", &request, 10);
+        }
+        {
+            let s = hits.state.lock().unwrap();
+            assert_eq!(s.hits, (MAX_SUMMARY_KEYS + 5) as u64);
+            assert_eq!(s.bytes, 10 * (MAX_SUMMARY_KEYS + 5) as u64);
+            // Every list of pods is one read: keyed by verb and resource
+            // (which the grants bound), not by path.
+            assert_eq!(
+                s.reads.get("list pods"),
+                Some(&((MAX_SUMMARY_KEYS + 5) as u64))
+            );
+            assert_eq!(s.reads.len(), 1, "{:?}", s.reads);
+        }
+        hits.flush();
+        let s = hits.state.lock().unwrap();
+        assert_eq!(
+            (s.hits, s.bytes, s.since),
+            (0, 0, None),
+            "written and reset"
+        );
     }
 
     #[test]

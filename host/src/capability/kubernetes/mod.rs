@@ -13,8 +13,10 @@
 
 pub(crate) mod admission;
 mod audit;
+mod ceiling;
 mod exec;
 mod lend;
+mod redact;
 pub mod requests;
 pub(crate) mod send;
 mod watch;
@@ -47,6 +49,15 @@ pub struct KubeContext {
     pub(crate) limiter: Arc<RateLimiter>,
     /// Request bodies' bytes a second (`kubernetes.rate.write_*`).
     pub(crate) write_budget: Arc<ByteBudget>,
+    /// Request bodies' bytes an hour
+    /// (`kubernetes.rate.write_bytes_per_hour`).
+    pub(crate) write_hour: Arc<ByteBudget>,
+    /// The ceilings written into each namespace the adapter makes.
+    pub(crate) ceilings: Arc<[crate::grants::ceilings::Ceiling]>,
+    /// What the adapter is shown of objects outside its own namespaces.
+    pub(crate) redaction: Arc<redact::Redaction>,
+    /// The cache's answers, audited in aggregate.
+    pub(crate) cache_hits: Arc<audit::CacheHits>,
     pub(crate) max_body: u64,
     /// What written objects may contain.
     pub(crate) objects: Arc<ObjectPolicy>,
@@ -72,7 +83,7 @@ impl super::Capability for Kubernetes {
     // Behind an `Arc`: each request takes its own handle on the context
     // (the guest's call holds the store mutably across the request's
     // awaits), and one reference count is cheaper than cloning the client
-    // and the seven handles the context is made of.
+    // and the dozen handles the context is made of.
     type Shared = Option<Arc<KubeContext>>;
     type Instance = Option<Arc<KubeContext>>;
 
@@ -118,6 +129,10 @@ impl KubeContext {
                 grants.rate.write_bytes_per_second,
                 grants.rate.write_burst_bytes,
             )),
+            write_hour: Arc::new(ByteBudget::per_hour(grants.rate.write_bytes_per_hour)),
+            ceilings: grants.ceilings.clone().into(),
+            redaction: Arc::new(redact::Redaction::new(&grants.read_masks)),
+            cache_hits: Arc::new(audit::CacheHits::default()),
             max_body: grants.max_body_bytes,
             objects: Arc::new(ObjectPolicy::new(&grants.objects)),
             cache: None,

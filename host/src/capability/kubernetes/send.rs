@@ -19,7 +19,16 @@
 //! A request with a body also draws its length from the write budget
 //! (`kubernetes.rate.write_bytes_per_second`): it waits its turn, or is
 //! refused at once (`denied`, naming the budget) when the turn would come
-//! after [`answer_by`].
+//! after [`answer_by`]; and from the hourly budget
+//! (`kubernetes.rate.write_bytes_per_hour`), which is never waited for: a
+//! write it cannot cover is refused at once, naming it.
+//!
+//! A read the watch-fed cache answers takes a rate token as a live one
+//! does, is built within the same byte cap ([`MAX_RESPONSE_BYTES`]) and is
+//! audited in aggregate (`audit::CacheHits`). Every answer to a read of a
+//! masked resource outside the adapter's own namespaces, live or cached,
+//! goes through its read mask (`redact`). A namespace the adapter makes is
+//! given its ceiling before the create returns (`ceiling`).
 
 use std::time::{Duration, Instant};
 
@@ -61,6 +70,9 @@ const WRITE_EXCHANGE_TIME: Duration = Duration::from_millis(250);
 
 /// The field a write over the write budget names.
 const WRITE_BUDGET: &str = "kubernetes.rate.write_bytes_per_second";
+
+/// The field a write over the hourly write budget names.
+const WRITE_HOUR_BUDGET: &str = "kubernetes.rate.write_bytes_per_hour";
 
 /// The longest `Retry-After` honoured (API Priority and Fairness asks for
 /// at most 32 s).
@@ -155,29 +167,88 @@ impl KubeContext {
         req: Request,
         deadline: Option<Instant>,
     ) -> Result<Response, ApiError> {
-        if let Some(hit) = self.cached(audit, &parsed, &req) {
-            return Ok(hit);
-        }
+        // One token whoever answers: the API server, the cache, or the
+        // host's refusal.
         let throttled = self.limiter.acquire().await;
+        if let Err(e) = self.check_ceiling_rules(&parsed, &req) {
+            audit.denied(Some(&parsed), &denial_message(&e));
+            return Err(e);
+        }
+        if let Some(hit) = self.cached(audit, &parsed, &req) {
+            return hit;
+        }
         let answer_by = answer_by(deadline, Instant::now());
-        if let Some(body) = req.body.as_deref()
-            && let Err(e) = self.take_write(body.len() as u64, answer_by).await
+        if let Some(body) = req.body.as_deref() {
+            let bytes = body.len() as u64;
+            let taken = self.take_write_hour(bytes).and(Ok(()));
+            let taken = match taken {
+                Ok(()) => self.take_write(bytes, answer_by).await.inspect_err(|_| {
+                    self.write_hour.refund(bytes);
+                }),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = taken {
+                audit.denied(Some(&parsed), &denial_message(&e));
+                return Err(e);
+            }
+        }
+        let namespace_create = matches!(&parsed, ApiRequest::Resource { verb, target }
+            if super::ceiling::is_namespace_create(*verb, target))
+            && !self.ceilings.is_empty();
+        let ceiling_req = namespace_create.then(|| req.query.clone());
+        let mut response = self
+            .send_policed(audit, &parsed, req, answer_by, throttled)
+            .await?;
+        if let Some(query) = ceiling_req
+            && super::ceiling::made(response.status, &query)
+            && let Some(ns) = super::ceiling::created_name(&response.body)
+            && let Err(e) = self.write_ceiling(&ns, answer_by).await
         {
             audit.denied(Some(&parsed), &denial_message(&e));
             return Err(e);
         }
-        self.send_policed(audit, &parsed, req, answer_by, throttled)
-            .await
+        if (200..300).contains(&response.status)
+            && let ApiRequest::Resource { target, .. } = &parsed
+            && let Some(mask) = self.redaction.for_target(target)
+        {
+            response.body = mask.body(&response.body).map_err(ApiError::Transport)?;
+        }
+        Ok(response)
     }
 
-    /// The watch-fed cache's answer to a read, if it has one.
-    fn cached(&self, audit: &Audit<'_>, parsed: &ApiRequest, req: &Request) -> Option<Response> {
+    /// The watch-fed cache's answer to a read, if it has one: within the
+    /// byte cap, masked (its rate token is taken by the caller).
+    fn cached(
+        &self,
+        audit: &Audit<'_>,
+        parsed: &ApiRequest,
+        req: &Request,
+    ) -> Option<Result<Response, ApiError>> {
         let (Some(cache), ApiRequest::Resource { verb, target }) = (&self.cache, parsed) else {
             return None;
         };
-        let hit = cache.answer(*verb, target, &req.query)?;
-        audit.cached(parsed);
-        Some(Response {
+        let mask = self.redaction.for_target(target);
+        let item = |json: Vec<u8>| match mask {
+            Some(m) => m.cached(json),
+            None => json,
+        };
+        let shape = crate::kubecache::Shape {
+            max_bytes: MAX_RESPONSE_BYTES,
+            item: mask
+                .is_some()
+                .then_some(&item as &dyn Fn(Vec<u8>) -> Vec<u8>),
+        };
+        let hit = match cache.answer(*verb, target, &req.query, &shape)? {
+            Ok(hit) => hit,
+            Err(too_large) => {
+                let msg = too_large.to_string();
+                audit.failed(parsed, &msg, Duration::ZERO);
+                return Some(Err(ApiError::Transport(msg)));
+            }
+        };
+        self.cache_hits
+            .note(audit.adapter(), parsed, hit.body.len());
+        Some(Ok(Response {
             status: 200,
             headers: vec![
                 ("content-type".into(), "application/json".into()),
@@ -185,7 +256,34 @@ impl KubeContext {
                 ("pando-cache-age-ms".into(), hit.age.as_millis().to_string()),
             ],
             body: hit.body,
-        })
+        }))
+    }
+
+    /// Takes `bytes` from the hourly write budget, or refuses the write at
+    /// once: an hour's budget spent is not waited for.
+    fn take_write_hour(&self, bytes: u64) -> Result<(), ApiError> {
+        match self
+            .write_hour
+            .reserve(Instant::now(), bytes, Duration::ZERO)
+        {
+            Ok(_) => Ok(()),
+            Err(wait) => {
+                self.usage.record_limit(WRITE_HOUR_BUDGET);
+                let budget = self.write_hour.capacity();
+                Err(ApiError::Denied(Denial {
+                    message: format!(
+                        "a write of {bytes} bytes refused: the adapter's hourly write budget \
+                         (`{WRITE_HOUR_BUDGET}`: {budget} bytes an hour) is spent; it would \
+                         cover this write in {:.0} s. Nothing was sent (write less, or raise \
+                         `{WRITE_HOUR_BUDGET}` in the adapter's grants, docs/grants.md)",
+                        wait.as_secs_f64()
+                    ),
+                    missing_grant: format!(
+                        "(none: the write budget `{WRITE_HOUR_BUDGET}`, not a grant)"
+                    ),
+                }))
+            }
+        }
     }
 
     /// What the write would produce, checked against the object rules,

@@ -20,7 +20,7 @@ use super::send::uri;
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ApiStatus, EventType, WatchEnd, WatchEvent, WatchRequest,
 };
-use crate::grants::request::{self, ApiRequest};
+use crate::grants::request::{self, ApiRequest, ApiTarget};
 
 /// Events buffered between the API server and the guest.
 const DEPTH: usize = 64;
@@ -151,6 +151,13 @@ impl KubeContext {
             audit.denied(Some(&parsed), &msg);
             return Err(ApiError::InvalidRequest(msg));
         }
+        // The read mask, applied to each event's object (`redact`).
+        let mask = match &parsed {
+            ApiRequest::Resource { target, .. } if self.redaction.for_target(target).is_some() => {
+                Some((Arc::clone(&self.redaction), target.clone()))
+            }
+            _ => None,
+        };
         let throttled = self.limiter.acquire().await;
         let request = http::Request::get(uri(&req.path, &query))
             .body(Vec::new())
@@ -162,7 +169,7 @@ impl KubeContext {
         let client = self.client.clone();
         let room = Arc::clone(&buffer);
         let task = tokio::spawn(async move {
-            let end = drive(client, request, &tx, &room).await;
+            let end = drive(client, request, &tx, &room, mask).await;
             let _ = tx.send(Item::End(end)).await;
         });
         Ok(WatchStream {
@@ -182,7 +189,17 @@ async fn drive(
     request: http::Request<Vec<u8>>,
     tx: &mpsc::Sender<Item>,
     room: &Semaphore,
+    mask: Option<(Arc<super::redact::Redaction>, ApiTarget)>,
 ) -> WatchEnd {
+    let mask = mask
+        .as_ref()
+        .and_then(|(redaction, target)| redaction.for_target(target));
+    let shown = |mut o: serde_json::Value| {
+        if let Some(m) = mask {
+            m.object(&mut o);
+        }
+        json(&o)
+    };
     let stream = match client.request_events::<serde_json::Value>(request).await {
         Ok(s) => s,
         Err(kube::Error::Api(s)) if s.code == 410 => return WatchEnd::Expired(s.message.clone()),
@@ -202,9 +219,9 @@ async fn drive(
     let mut stream = std::pin::pin!(stream);
     while let Some(item) = stream.next().await {
         let event = match item {
-            Ok(KubeEvent::Added(o)) => (EventType::Added, json(&o)),
-            Ok(KubeEvent::Modified(o)) => (EventType::Modified, json(&o)),
-            Ok(KubeEvent::Deleted(o)) => (EventType::Deleted, json(&o)),
+            Ok(KubeEvent::Added(o)) => (EventType::Added, shown(o)),
+            Ok(KubeEvent::Modified(o)) => (EventType::Modified, shown(o)),
+            Ok(KubeEvent::Deleted(o)) => (EventType::Deleted, shown(o)),
             Ok(KubeEvent::Bookmark(b)) => (EventType::Bookmark, json(&b)),
             Ok(KubeEvent::Error(e)) if e.code == 410 => {
                 return WatchEnd::Expired(e.message.clone());
