@@ -12,6 +12,8 @@ pub(crate) mod engine;
 mod hot;
 pub(crate) mod instance;
 pub(crate) mod linking;
+#[cfg(test)]
+mod patched;
 pub(crate) mod pool;
 pub(crate) mod state;
 pub(crate) mod stderr;
