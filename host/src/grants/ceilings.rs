@@ -25,9 +25,10 @@ pub const CEILING_NAME: &str = "pando-ceiling";
 
 /// The quota keys every ceiling must set: compute, storage, the objects
 /// that fill etcd, and what exposes a namespace outside the cluster.
+/// (`limits.cpu` is allowed, not required: it would make every container
+/// carry a CPU limit, which throttles it.)
 pub const REQUIRED_QUOTA: &[&str] = &[
     "requests.cpu",
-    "limits.cpu",
     "requests.memory",
     "limits.memory",
     "requests.storage",
@@ -58,15 +59,19 @@ pub struct Ceiling {
 }
 
 /// What a container is given when it sets nothing, and the most it may
-/// set (`cpu` and `memory`).
+/// set: resource names (`cpu`, `memory`) to quantities.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ContainerLimits {
-    /// Limits given to a container that sets none (`default`).
+    /// Limits given to a container that sets none (`default`); must give
+    /// `memory`.
     pub default: BTreeMap<String, String>,
-    /// Requests given to a container that sets none (`defaultRequest`).
+    /// Requests given to a container that sets none (`defaultRequest`);
+    /// must give `cpu` and `memory`, which the quota's requests count.
     pub default_request: BTreeMap<String, String>,
-    /// The largest limit a container may set (`max`).
+    /// The largest limit a container may set (`max`); must give `memory`.
+    /// A resource named here must be limited by every container (the
+    /// `default` fills it in).
     pub max: BTreeMap<String, String>,
 }
 
@@ -100,16 +105,20 @@ impl Ceiling {
             check_quantity(value).map_err(|why| (format!("quota.{key}"), why))?;
         }
         let c = &self.container;
-        for (name, list) in [
-            ("default", &c.default),
-            ("default_request", &c.default_request),
-            ("max", &c.max),
+        for (name, list, required) in [
+            ("default", &c.default, &["memory"][..]),
+            (
+                "default_request",
+                &c.default_request,
+                &["cpu", "memory"][..],
+            ),
+            ("max", &c.max, &["memory"][..]),
         ] {
-            for resource in ["cpu", "memory"] {
+            for &resource in required {
                 if !list.contains_key(resource) {
                     return Err((
                         format!("container.{name}"),
-                        format!("sets no `{resource}`: give `cpu` and `memory`"),
+                        format!("sets no `{resource}`: give {}", required.join(" and ")),
                     ));
                 }
             }
@@ -207,8 +216,38 @@ mod tests {
         c.quota.insert("limits.memory".into(), "lots".into());
         assert_eq!(c.validate().unwrap_err().0, "quota.limits.memory");
         let mut c = ceiling(&["pando-*"]);
-        c.container.max.remove("cpu");
+        c.container.max.remove("memory");
         assert_eq!(c.validate().unwrap_err().0, "container.max");
+        let mut c = ceiling(&["pando-*"]);
+        c.container.max.remove("cpu");
+        c.container.default.remove("cpu");
+        assert_eq!(c.validate(), Ok(()), "no CPU limit is forced");
+    }
+
+    #[test]
+    fn the_shipped_grants_give_every_namespace_the_adapter_makes_a_ceiling() {
+        let text = include_str!("../../../deploy/grants/kubernetes.yaml");
+        let g = crate::Grants::from_text("kubernetes.yaml", text).expect("the shipped grants");
+        let k = g.kubernetes.expect("kubernetes");
+        let edge = ceiling_for(&k.ceilings, "pando-edge").expect("the edge's");
+        assert_eq!(edge.quota["services.loadbalancers"], "1");
+        let app = ceiling_for(&k.ceilings, "pando-shop").expect("an app's");
+        assert_eq!(app.quota["services.loadbalancers"], "0");
+        assert_eq!(app.quota["services.nodeports"], "0");
+        assert!(ceiling_for(&k.ceilings, "pando-system").is_none());
+        assert!(
+            k.rate.write_bytes_per_hour < 1 << 30,
+            "well inside etcd's quota"
+        );
+        let mask = &k.read_masks[0];
+        assert_eq!(mask.resources, ["pods"]);
+        assert!(mask.is_own("pando-shop") && !mask.is_own("kube-system"));
+        for never in ["env", "args", "command", "image", "volumes"] {
+            assert!(
+                !mask.keep.iter().any(|p| p.contains(never)),
+                "{never} is never shown"
+            );
+        }
     }
 
     #[test]
