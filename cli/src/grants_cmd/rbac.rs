@@ -185,6 +185,10 @@ fn plan_rule(grants: &KubernetesGrants, rule: &RbacRule<'_>, plan: &mut Plan) {
                     if *verb == "create" && resource.resource == "rolebindings" {
                         // Its own binding comes first in a namespace it made.
                         Home::Cluster
+                    } else if *verb == "create" && writes_ceiling(grants, resource) {
+                        // The host writes the ceiling right after the
+                        // namespace is made, before any binding is there.
+                        Home::Cluster
                     } else {
                         Home::PerNamespace
                     }
@@ -195,6 +199,16 @@ fn plan_rule(grants: &KubernetesGrants, rule: &RbacRule<'_>, plan: &mut Plan) {
             }
         }
     }
+}
+
+/// Whether `resource` is one the host writes as a namespace's ceiling
+/// (`kubernetes.ceilings`, the ResourceQuota and LimitRange
+/// `pando-ceiling`), with the adapter's identity, the moment the namespace
+/// is made.
+fn writes_ceiling(grants: &KubernetesGrants, resource: &RbacResource) -> bool {
+    !grants.ceilings.is_empty()
+        && resource.api_group.is_empty()
+        && matches!(resource.resource.as_str(), "resourcequotas" | "limitranges")
 }
 
 fn plan(grants: &KubernetesGrants) -> Plan {
