@@ -167,6 +167,10 @@ fn plan_rule(grants: &KubernetesGrants, rule: &RbacRule<'_>, plan: &mut Plan) {
     for resource in &rule.resources {
         for verb in &rule.verbs {
             if rule.rule.cluster {
+                if changes_own_namespace(rule, resource, verb) {
+                    plan.add(Home::PerNamespace, resource, &[], verb, rule.index);
+                    continue;
+                }
                 // RBAC never allows a create by name: it has none yet.
                 let names = if *verb == "create" {
                     &[][..]
@@ -199,6 +203,19 @@ fn plan_rule(grants: &KubernetesGrants, rule: &RbacRule<'_>, plan: &mut Plan) {
             }
         }
     }
+}
+
+/// Whether `verb` on a namespace the rule names by pattern (`pando-*`)
+/// changes or removes it. RBAC has no name patterns, but a namespace is
+/// in itself: a RoleBinding in namespace `x` that grants `delete` on
+/// `namespaces` lets its subject delete `x`, and no other. So these verbs
+/// go in the namespace role, which the adapter binds only in the
+/// namespaces it made, rather than cluster-wide on every namespace.
+fn changes_own_namespace(rule: &RbacRule<'_>, resource: &RbacResource, verb: &str) -> bool {
+    resource.api_group.is_empty()
+        && resource.resource == "namespaces"
+        && matches!(verb, "delete" | "update" | "patch")
+        && rule.rule.names.iter().any(|n| !is_exact(n))
 }
 
 /// Whether `resource` is one the host writes as a namespace's ceiling
@@ -242,7 +259,7 @@ fn narrowing(rule: &Rule, home: &Home) -> Option<String> {
         format!("{one}{s} {}", list.join(", "))
     };
     let scope = match home {
-        Home::PerNamespace if rule.namespaces.iter().all(|n| is_exact(n)) => {
+        Home::PerNamespace if !rule.cluster && rule.namespaces.iter().all(|n| is_exact(n)) => {
             Some(plural("namespace", &rule.namespaces))
         }
         Home::Cluster if !rule.cluster && !rule.namespaces.iter().any(|n| n == "*") => {
@@ -586,6 +603,34 @@ mod tests {
         // An exact namespace no pattern makes: a Role there.
         assert_eq!(rule(&objects[3].3, "configmaps").verbs, ["get"]);
         assert!(yaml.contains("# kubernetes.rules[0]\n"), "{yaml}");
+    }
+
+    #[test]
+    fn deleting_a_namespace_named_by_pattern_is_granted_only_in_itself() {
+        let (yaml, _) = generated(
+            "  - {verbs: [get], resources: [pods], namespaces: ['app-*']}\n  \
+             - {verbs: [create, get, delete], resources: [namespaces], cluster: true, names: ['app-*']}\n",
+            "    role_bindings:\n    - role: a-namespace\n      subjects: [{kind: User, name: me}]\n",
+        );
+        let objects = objects(&yaml);
+        let namespaces = |doc: &Vec<PolicyRule>| {
+            doc.iter()
+                .filter(|r| r.resources.iter().flatten().any(|x| x == "namespaces"))
+                .map(|r| r.verbs.clone())
+                .collect::<Vec<_>>()
+        };
+        // Cluster-wide: made and read by any name, never deleted.
+        assert_eq!(
+            namespaces(&objects[0].3),
+            [vec!["get".to_string(), "create".to_string()]]
+        );
+        // Deleted only where the adapter's namespace role is bound: in itself.
+        let per_ns = objects
+            .iter()
+            .find(|(k, n, _, _)| k == "ClusterRole" && n == "a-namespace")
+            .expect("the namespace role");
+        assert_eq!(namespaces(&per_ns.3), [vec!["delete".to_string()]]);
+        assert!(yaml.contains("[1] to name app-*"), "{yaml}");
     }
 
     #[test]

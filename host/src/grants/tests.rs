@@ -303,10 +303,40 @@ fn example_grants_file_loads() {
             .check(Kind::Binding, Some("pando-shop"), &wider)
             .is_err()
     );
-    let node_port = json!({"spec": {"type": "NodePort"}});
+    let node_port = json!({"spec": {"type": "NodePort",
+        "selector": {"app.kubernetes.io/managed-by": "pando", "pando.dev/edge": "main"},
+        "ports": [{"port": 80, "targetPort": "http"}, {"port": 443, "targetPort": "https"}]}});
     policy
         .check(Kind::Service, Some("pando-edge"), &node_port)
         .expect("the edge's Service");
+    let mut other = node_port.clone();
+    other["spec"]["selector"] = json!({"app": "db"});
+    assert_eq!(
+        policy
+            .check(Kind::Service, Some("pando-edge"), &other)
+            .unwrap_err()
+            .rule,
+        "services.exposed-selector"
+    );
+    // The adapter's claims: unset (the default class) or a listed class.
+    let claim = |spec: serde_json::Value| json!({ "spec": spec });
+    policy
+        .check(
+            Kind::Claim,
+            Some("pando-shop"),
+            &claim(json!({"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}})),
+        )
+        .expect("the adapter's claim");
+    assert!(
+        policy
+            .check(
+                Kind::Claim,
+                Some("pando-shop"),
+                &claim(json!({"storageClassName": ""}))
+            )
+            .is_err()
+    );
     assert!(
         policy
             .check(Kind::Service, Some("pando-shop"), &node_port)

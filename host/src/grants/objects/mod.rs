@@ -7,8 +7,11 @@
 //! [`pss`]); Services are ClusterIP unless granted ([`services`]);
 //! namespaces carry only allowed labels and the host's Pod Security labels
 //! ([`namespaces`]); role bindings bind only the configured role to the
-//! configured subjects ([`bindings`]); claims name no volume, and a
-//! volume's write changes only its reclaim policy ([`claims`]).
+//! configured subjects ([`bindings`]); claims and claim templates name no
+//! volume, a granted storage class and a size under the ceiling, and a
+//! volume's write changes only its reclaim policy ([`claims`]); Secrets are
+//! no service-account tokens ([`secrets`]); workloads' replicas and
+//! resources stay under the grants' ceilings ([`workloads`]).
 //!
 //! The functions here are pure: the caller gives the object a create would
 //! write, or, for updates and patches, the object the API server computed
@@ -22,8 +25,11 @@ pub(crate) mod fields;
 pub mod namespaces;
 mod pods;
 mod pss;
+mod quantity;
 pub mod schema;
+mod secrets;
 mod services;
+mod workloads;
 
 use serde_json::Value;
 
@@ -83,6 +89,8 @@ pub enum Kind {
     Claim,
     /// A PersistentVolume.
     Volume,
+    /// A Secret.
+    Secret,
 }
 
 impl Kind {
@@ -108,6 +116,7 @@ impl Kind {
             ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => Kind::Binding,
             ("", "persistentvolumeclaims") => Kind::Claim,
             ("", "persistentvolumes") => Kind::Volume,
+            ("", "secrets") => Kind::Secret,
             _ => return None,
         })
     }
@@ -153,6 +162,16 @@ impl ObjectPolicy {
             .unwrap_or((&self.default_pod, DEFAULT_POD_RULE_AT.into()))
     }
 
+    /// The workload rule for namespace `ns`, and where it is in the grants.
+    fn workload_rule(&self, ns: &str) -> Option<(&schema::WorkloadRule, String)> {
+        self.rules
+            .workloads
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.namespaces.iter().any(|p| pattern_matches(p, ns)))
+            .map(|(i, r)| (r, format!("kubernetes.objects.workloads[{i}]")))
+    }
+
     /// Checks the object a create would write, or an update or patch would
     /// produce, in namespace `ns` (none for cluster-scoped kinds).
     pub fn check(&self, kind: Kind, ns: Option<&str>, obj: &Value) -> Result<(), Violation> {
@@ -163,6 +182,7 @@ impl ObjectPolicy {
                 pods::check(
                     rule,
                     &at,
+                    &self.rules.claims,
                     &PodView {
                         meta: obj.get("metadata").unwrap_or(&Value::Null),
                         spec: obj.get("spec").unwrap_or(&Value::Null),
@@ -179,6 +199,7 @@ impl ObjectPolicy {
                 pods::check(
                     rule,
                     &at,
+                    &self.rules.claims,
                     &PodView {
                         meta: template.get("metadata").unwrap_or(&Value::Null),
                         spec: template.get("spec").unwrap_or(&Value::Null),
@@ -186,11 +207,17 @@ impl ObjectPolicy {
                         spec_at: &spec_at,
                     },
                 )
+                .and_then(|()| claims::check_set_templates(&self.rules.claims, obj))
+                .and_then(|()| match self.workload_rule(ns_name) {
+                    Some((rule, at)) => workloads::check(rule, &at, obj, path),
+                    None => Ok(()),
+                })
             }
             Kind::Service => services::check(&self.rules.services, ns_name, obj),
             Kind::Namespace => namespaces::check_create(&self.rules.namespaces, obj),
             Kind::Binding => bindings::check(&self.rules.role_bindings, obj),
-            Kind::Claim => claims::check_claim(obj),
+            Kind::Claim => claims::check_claim(&self.rules.claims, obj),
+            Kind::Secret => secrets::check(obj),
             // A PV is never created through the grants; its writes compare.
             Kind::Volume => Ok(()),
         };
@@ -225,7 +252,7 @@ impl ObjectPolicy {
                 return self.check(kind, ns, new);
             }
             Kind::Namespace => namespaces::check_change(&self.rules.namespaces, old, new),
-            Kind::Claim => claims::check_claim_change(old, new),
+            Kind::Claim => claims::check_claim_change(&self.rules.claims, old, new),
             Kind::Volume => claims::check_volume_change(old, new),
             other => return self.check(other, ns, new),
         };
@@ -296,6 +323,10 @@ mod tests {
             Some(Kind::Namespace)
         );
         assert_eq!(Kind::of(&target("/api/v1/namespaces/x/configmaps")), None);
+        assert_eq!(
+            Kind::of(&target("/api/v1/namespaces/x/secrets")),
+            Some(Kind::Secret)
+        );
         assert_eq!(
             Kind::of(&target(
                 "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
@@ -418,6 +449,36 @@ mod tests {
                 "services[0].types",
             ),
             ("namespaces: {labels: ['a b']}", "namespaces.labels[0]"),
+            (
+                "pods: [{namespaces: [x], volumes: [hostPath]}]",
+                "pods[0].volumes[0]",
+            ),
+            (
+                "pods: [{namespaces: [x], volumes: ['nfs!']}]",
+                "pods[0].volumes[0]",
+            ),
+            ("claims: {max_storage: lots}", "claims.max_storage"),
+            ("claims: {max_storage: 1e3}", "claims.max_storage"),
+            (
+                "claims: {storage_classes: ['A B']}",
+                "claims.storage_classes[0]",
+            ),
+            (
+                "workloads: [{namespaces: [], max_replicas: 2}]",
+                "workloads[0].namespaces",
+            ),
+            (
+                "workloads: [{namespaces: [x], max_memory: 8GB}]",
+                "workloads[0].max_memory",
+            ),
+            (
+                "services: [{namespaces: [x], types: [NodePort], exposed_ports: ['HTTP!']}]",
+                "services[0].exposed_ports[0]",
+            ),
+            (
+                "services: [{namespaces: [x], types: [NodePort], exposed_selector: {'a b': c}}]",
+                "services[0].exposed_selector[a b]",
+            ),
             (
                 "role_bindings: [{role: r, subjects: [{kind: User, name: u}]}, \
                  {role: q, subjects: [{kind: User, name: u}]}, {role: r, subjects: [{kind: User, name: v}]}]",

@@ -2,14 +2,39 @@
 //! ([`super::pss`]), and the host's own rules on placement and identity —
 //! no `nodeName`; priority classes, tolerations, service accounts and
 //! runtime classes only from the grants' lists; no service-account token
-//! unless granted.
+//! unless granted — on volumes (`restricted`'s types in every profile,
+//! plus the grants'; claim templates as claims) and on images (never
+//! `imagePullPolicy: Never`).
 
 use serde_json::Value;
 
 use super::Violation;
 use super::fields::{get, list, shown, string};
 use super::pss::{self, PodView};
-use super::schema::{PodRule, Toleration};
+use super::schema::{ClaimRule, PodRule, Toleration};
+
+/// The volume types every pod may use: `restricted`'s, less `csi` (an
+/// inline CSI volume is whatever its driver mounts with the attributes the
+/// pod gives it). Others only as the grants add them.
+const VOLUME_TYPES: [&str; 7] = [
+    "configMap",
+    "secret",
+    "downwardAPI",
+    "emptyDir",
+    "persistentVolumeClaim",
+    "projected",
+    "ephemeral",
+];
+
+/// The sources of a projected volume. `serviceAccountToken` is the token
+/// rule's.
+const PROJECTED_SOURCES: [&str; 5] = [
+    "secret",
+    "configMap",
+    "downwardAPI",
+    "clusterTrustBundle",
+    "serviceAccountToken",
+];
 
 /// The tolerations the API server's `DefaultTolerationSeconds` admission
 /// adds to every pod: allowed whatever the grants say.
@@ -20,7 +45,12 @@ const DEFAULT_TOLERATION_KEYS: [&str; 2] = [
 
 /// Checks a pod (or pod template) against `rule`, found at `rule_at` in the
 /// grants (`kubernetes.objects.pods[0]`, or `the default pod rule`).
-pub(crate) fn check(rule: &PodRule, rule_at: &str, pod: &PodView<'_>) -> Result<(), Violation> {
+pub(crate) fn check(
+    rule: &PodRule,
+    rule_at: &str,
+    claims: &ClaimRule,
+    pod: &PodView<'_>,
+) -> Result<(), Violation> {
     pss::check(rule.profile, pod)?;
     let c = PodCheck {
         rule,
@@ -34,7 +64,9 @@ pub(crate) fn check(rule: &PodRule, rule_at: &str, pod: &PodView<'_>) -> Result<
     if !rule.service_account_token {
         c.no_token()?;
     }
-    Ok(())
+    c.volumes()?;
+    super::claims::check_pod_templates(claims, pod.spec, pod.spec_at)?;
+    c.pull_policy()
 }
 
 /// One pod spec against one rule.
@@ -206,6 +238,103 @@ impl PodCheck<'_> {
     }
 }
 
+impl PodCheck<'_> {
+    /// Only the volume types every pod may use, and the grants'.
+    fn volumes(&self) -> Result<(), Violation> {
+        let (at, rule_at) = (self.at, self.rule_at);
+        let refused = |field: String, problem: String, grant: Option<String>| {
+            fail(
+                "pods.volumes",
+                "pods mount only restricted's volume types and the ones the grants add",
+                field,
+                problem,
+                grant,
+            )
+        };
+        let volumes =
+            list(self.spec, "volumes").map_err(|p| refused(format!("{at}.volumes"), p, None))?;
+        for (i, v) in volumes.iter().enumerate() {
+            let Some(m) = v.as_object() else {
+                return Err(refused(
+                    format!("{at}.volumes[{i}]"),
+                    "is not an object".into(),
+                    None,
+                ));
+            };
+            for (k, val) in m {
+                let allowed =
+                    VOLUME_TYPES.contains(&k.as_str()) || self.rule.volumes.iter().any(|t| t == k);
+                if k != "name" && !val.is_null() && !allowed {
+                    return Err(refused(
+                        format!("{at}.volumes[{i}].{}", shown(k)),
+                        format!(
+                            "is a volume type no rule allows (only {}, and the grants' `volumes`)",
+                            VOLUME_TYPES.join(", ")
+                        ),
+                        Some(format!("{rule_at}.volumes: [\"{}\"]", shown(k))),
+                    ));
+                }
+            }
+            let Some(projected) = get(v, "projected") else {
+                continue;
+            };
+            let sources = list(projected, "sources")
+                .map_err(|p| refused(format!("{at}.volumes[{i}].projected.sources"), p, None))?;
+            for (j, source) in sources.iter().enumerate() {
+                let Some(m) = source.as_object() else {
+                    continue;
+                };
+                if let Some((k, _)) = m
+                    .iter()
+                    .find(|(k, v)| !v.is_null() && !PROJECTED_SOURCES.contains(&k.as_str()))
+                {
+                    return Err(refused(
+                        format!("{at}.volumes[{i}].projected.sources[{j}].{}", shown(k)),
+                        format!(
+                            "is a projected source no rule allows (only {})",
+                            PROJECTED_SOURCES.join(", ")
+                        ),
+                        None,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// No container runs only what the node already holds: an image
+    /// another pod pulled with credentials this one lacks.
+    fn pull_policy(&self) -> Result<(), Violation> {
+        for key in pss::CONTAINER_LISTS {
+            let containers = list(self.spec, key).unwrap_or(&[]);
+            for (i, c) in containers.iter().enumerate() {
+                let field = format!("{}.{key}[{i}].imagePullPolicy", self.at);
+                let policy = string(c, "imagePullPolicy").map_err(|p| {
+                    fail(
+                        "pods.malformed",
+                        "pod fields have their types",
+                        field.clone(),
+                        p,
+                        None,
+                    )
+                })?;
+                if policy == Some("Never") {
+                    return Err(fail(
+                        "pods.image-pull-policy",
+                        "pods pull their images (imagePullPolicy Always or IfNotPresent)",
+                        field,
+                        "is `Never`: the node's copy would run without the pod's pull credentials \
+                         being checked"
+                            .into(),
+                        None,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Whether toleration `t` is one the grants list (or the API server's own).
 fn toleration_allowed(rule: &PodRule, t: &Value) -> bool {
     let field = |k: &str| t.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
@@ -256,6 +385,7 @@ mod tests {
         check(
             rule,
             "kubernetes.objects.pods[0]",
+            &ClaimRule::default(),
             &PodView {
                 meta: &Value::Null,
                 spec,
@@ -337,6 +467,93 @@ mod tests {
             ),
         )
         .expect("default toleration");
+    }
+
+    #[test]
+    fn volumes_are_restricteds_types_and_the_grants_and_images_are_pulled() {
+        for (volume, field) in [
+            (
+                json!({"name": "v", "nfs": {"server": "198.18.0.9", "path": "/"}}),
+                "spec.volumes[0].nfs",
+            ),
+            (
+                json!({"name": "v", "iscsi": {"targetPortal": "198.18.0.9:3260", "iqn": "x", "lun": 0}}),
+                "spec.volumes[0].iscsi",
+            ),
+            (
+                json!({"name": "v", "fc": {"wwids": ["x"]}}),
+                "spec.volumes[0].fc",
+            ),
+            (
+                json!({"name": "v", "awsElasticBlockStore": {"volumeID": "vol-1"}}),
+                "spec.volumes[0].awsElasticBlockStore",
+            ),
+            (
+                json!({"name": "v", "csi": {"driver": "x"}}),
+                "spec.volumes[0].csi",
+            ),
+            (
+                json!({"name": "v", "projected": {"sources": [{"podCertificate": {}}]}}),
+                "spec.volumes[0].projected.sources[0].podCertificate",
+            ),
+        ] {
+            let v = run(&PodRule::default(), &set("volumes", json!([volume]))).unwrap_err();
+            assert_eq!((v.rule, v.field.as_str()), ("pods.volumes", field));
+        }
+        let v = run(
+            &PodRule::default(),
+            &set(
+                "volumes",
+                json!([{"name": "v", "nfs": {"server": "s", "path": "/"}}]),
+            ),
+        )
+        .unwrap_err();
+        assert_eq!(
+            v.grant.as_deref(),
+            Some("kubernetes.objects.pods[0].volumes: [\"nfs\"]")
+        );
+        let nfs = PodRule {
+            volumes: vec!["nfs".into()],
+            ..PodRule::default()
+        };
+        run(
+            &nfs,
+            &set(
+                "volumes",
+                json!([{"name": "v", "nfs": {"server": "s", "path": "/"}}]),
+            ),
+        )
+        .expect("granted");
+        run(
+            &PodRule::default(),
+            &set(
+                "volumes",
+                json!([{"name": "a", "emptyDir": {}}, {"name": "b", "configMap": {"name": "c"}},
+                       {"name": "c", "projected": {"sources": [{"secret": {"name": "s"}}]}},
+                       {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]),
+            ),
+        )
+        .expect("restricted's types");
+        // A claim template is a claim: no class granted by default.
+        assert_eq!(
+            rule_of(set(
+                "volumes",
+                json!([{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": ""}}}}])
+            )),
+            "claims.storage-class"
+        );
+        let mut never = pod();
+        never["initContainers"] = json!([{"name": "i", "image": "i", "imagePullPolicy": "Never"}]);
+        let v = run(&PodRule::default(), &never).unwrap_err();
+        assert_eq!(
+            (v.rule, v.field.as_str()),
+            (
+                "pods.image-pull-policy",
+                "spec.initContainers[0].imagePullPolicy"
+            )
+        );
+        never["initContainers"][0]["imagePullPolicy"] = json!("IfNotPresent");
+        run(&PodRule::default(), &never).expect("IfNotPresent");
     }
 
     #[test]

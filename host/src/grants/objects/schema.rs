@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::grants::json_schema::{
-    self, DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY_PATTERN, NAMESPACE_PATTERN, NOT_SYSTEM,
+    self, DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY_PATTERN, NAME_PATTERN, NAMESPACE_PATTERN, NOT_SYSTEM,
 };
 
 /// What written objects may contain.
@@ -36,6 +36,69 @@ pub struct ObjectRules {
     #[serde(default, deserialize_with = "one_or_many")]
     #[schemars(schema_with = "one_or_many_schema")]
     pub role_bindings: Vec<BindingRule>,
+    /// What claims, claim templates (`ephemeral.volumeClaimTemplate`,
+    /// `volumeClaimTemplates`) and their volumes may be. Absent: a claim
+    /// names no storage class and so may not be written.
+    #[serde(default)]
+    pub claims: ClaimRule,
+    /// Bounds on workloads (Deployments and the other kinds with a pod
+    /// template), by namespace: the first whose `namespaces` match
+    /// applies. Where none matches, replicas and resources are bounded by
+    /// the namespace's quota alone.
+    #[serde(default)]
+    pub workloads: Vec<WorkloadRule>,
+}
+
+/// A ceiling, as a Kubernetes quantity: digits, an optional fraction, and
+/// an optional suffix (`m`, `k`, `M`, `G`, `T`, `P`, `E`, `Ki` … `Ei`).
+pub(crate) const CEILING_PATTERN: &str = "^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$";
+
+/// What a claim may ask for.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRule {
+    /// Storage class name patterns a claim may name (`standard`,
+    /// `fast-*`). Never a class whose volumes are made by hand (a
+    /// `kubernetes.io/no-provisioner` class binds existing, static
+    /// volumes); `storageClassName: ""` (no class: any static volume) is
+    /// refused whatever this says.
+    #[serde(default)]
+    #[schemars(inner(regex(pattern = NAME_PATTERN)))]
+    pub storage_classes: Vec<String>,
+    /// A claim may leave `storageClassName` unset, for the cluster's
+    /// default class. Only where the cluster has a default StorageClass:
+    /// without one an unset claim binds a static volume of no class as
+    /// `""` does. Default `false`.
+    #[serde(default)]
+    pub default_class: bool,
+    /// The most storage one claim may request (`spec.resources.requests`
+    /// and `limits`, `storage`), e.g. `100Gi`. Absent: no ceiling beyond
+    /// the namespace's quota.
+    #[serde(default)]
+    #[schemars(regex(pattern = CEILING_PATTERN))]
+    pub max_storage: Option<String>,
+}
+
+/// Bounds on the workloads in some namespaces.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadRule {
+    /// Namespace patterns the rule applies to.
+    #[schemars(length(min = 1), inner(regex(pattern = NAMESPACE_PATTERN)))]
+    pub namespaces: Vec<String>,
+    /// The most replicas a workload (`spec.replicas`) may ask for.
+    #[serde(default)]
+    pub max_replicas: Option<u32>,
+    /// The most CPU one container of the template may request or be
+    /// limited to, e.g. `4`.
+    #[serde(default)]
+    #[schemars(regex(pattern = CEILING_PATTERN))]
+    pub max_cpu: Option<String>,
+    /// The most memory one container of the template may request or be
+    /// limited to, e.g. `8Gi`.
+    #[serde(default)]
+    #[schemars(regex(pattern = CEILING_PATTERN))]
+    pub max_memory: Option<String>,
 }
 
 /// A Pod Security Standards profile.
@@ -91,7 +154,17 @@ pub struct PodRule {
     /// other than `false`, projected token volumes). Default `false`.
     #[serde(default)]
     pub service_account_token: bool,
+    /// Volume types allowed besides `restricted`'s own (configMap, secret,
+    /// downwardAPI, emptyDir, persistentVolumeClaim, projected, ephemeral),
+    /// by their field name in a pod's `volumes` (`csi`, `nfs`, `image`).
+    /// `hostPath` is never allowed (`baseline`).
+    #[serde(default)]
+    #[schemars(inner(regex(pattern = VOLUME_TYPE_PATTERN)))]
+    pub volumes: Vec<String>,
 }
+
+/// A volume type's field name: a lower camel case word.
+pub(crate) const VOLUME_TYPE_PATTERN: &str = "^[a-z][A-Za-z0-9]{0,62}$";
 
 /// One toleration a pod may carry.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
@@ -124,6 +197,22 @@ pub struct ServiceRule {
     /// Types allowed there besides ClusterIP.
     #[schemars(length(min = 1))]
     pub types: Vec<ServiceType>,
+    /// What an exposed (NodePort or LoadBalancer) Service here must
+    /// select: each label key with a value pattern (`pando.dev/edge: "*"`
+    /// is any value, but set). Its selector must name every one of them,
+    /// so that it selects only pods that carry them. Empty: any selector.
+    #[serde(default)]
+    #[schemars(extend(
+        "propertyNames" = {"pattern": "^[A-Za-z0-9._/-]{1,317}$"},
+        "additionalProperties" = {"type": "string", "pattern": "^(\\*|[A-Za-z0-9._-]{0,63})$"}
+    ))]
+    pub exposed_selector: std::collections::BTreeMap<String, String>,
+    /// The target ports an exposed Service here may forward to: container
+    /// port names (`http`) or numbers (`8080`). A port without
+    /// `targetPort` forwards to its `port`. Empty: any port.
+    #[serde(default)]
+    #[schemars(inner(regex(pattern = "^([a-z0-9-]{1,15}|[0-9]{1,5})$")))]
+    pub exposed_ports: Vec<String>,
 }
 
 /// A Service's `spec.type`.
@@ -254,6 +343,25 @@ impl ObjectRules {
             for (j, t) in rule.tolerations.iter().enumerate() {
                 validate_toleration(t).map_err(|why| (at(format!("tolerations[{j}]")), why))?;
             }
+            for (j, v) in rule.volumes.iter().enumerate() {
+                validate_volume_type(v).map_err(|why| (at(format!("volumes[{j}]")), why))?;
+            }
+        }
+        for (j, p) in self.claims.storage_classes.iter().enumerate() {
+            super::super::validate_pattern(p, 253, true)
+                .map_err(|why| (format!("claims.storage_classes[{j}]"), why))?;
+        }
+        if let Some(max) = &self.claims.max_storage {
+            validate_ceiling(max).map_err(|why| ("claims.max_storage".to_string(), why))?;
+        }
+        for (i, w) in self.workloads.iter().enumerate() {
+            let at = |f: &str| format!("workloads[{i}].{f}");
+            validate_namespaces(&w.namespaces).map_err(|(f, why)| (at(&f), why))?;
+            for (field, max) in [("max_cpu", &w.max_cpu), ("max_memory", &w.max_memory)] {
+                if let Some(max) = max {
+                    validate_ceiling(max).map_err(|why| (at(field), why))?;
+                }
+            }
         }
         for (i, rule) in self.services.iter().enumerate() {
             validate_namespaces(&rule.namespaces)
@@ -263,6 +371,18 @@ impl ObjectRules {
                     format!("services[{i}].types"),
                     "name at least one type (ClusterIP is always allowed)".into(),
                 ));
+            }
+            for (key, value) in &rule.exposed_selector {
+                validate_selector_entry(key, value).map_err(|why| {
+                    (
+                        format!("services[{i}].exposed_selector[{}]", key.escape_debug()),
+                        why,
+                    )
+                })?;
+            }
+            for (j, port) in rule.exposed_ports.iter().enumerate() {
+                validate_port(port)
+                    .map_err(|why| (format!("services[{i}].exposed_ports[{j}]"), why))?;
             }
         }
         for (j, key) in self.namespaces.labels.iter().enumerate() {
@@ -350,6 +470,93 @@ fn validate_toleration(t: &Toleration) -> Result<(), String> {
         Some(other) => Err(format!(
             "effect `{other}`: use NoSchedule, PreferNoSchedule or NoExecute"
         )),
+    }
+}
+
+/// A volume type: a field name of a pod's volume, never `hostPath`.
+fn validate_volume_type(v: &str) -> Result<(), String> {
+    let ok = !v.is_empty()
+        && v.len() <= 63
+        && v.starts_with(|c: char| c.is_ascii_lowercase())
+        && v.bytes().all(|b| b.is_ascii_alphanumeric());
+    if !ok {
+        return Err(format!(
+            "`{}` is not a volume type (its field name in a pod's volumes: `csi`, `nfs`)",
+            v.escape_debug()
+        ));
+    }
+    if v == "hostPath" {
+        return Err("`hostPath` is never allowed (Pod Security baseline)".into());
+    }
+    Ok(())
+}
+
+/// A ceiling: digits, a fraction, a suffix ([`CEILING_PATTERN`]).
+fn validate_ceiling(s: &str) -> Result<(), String> {
+    let digits = |t: &str| t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let int_end = digits(s);
+    let mut rest = &s[int_end..];
+    if let Some(r) = rest.strip_prefix('.') {
+        let end = digits(r);
+        if end == 0 {
+            return Err(ceiling_error(s));
+        }
+        rest = &r[end..];
+    }
+    let suffixes = [
+        "", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+    ];
+    if int_end == 0 || !suffixes.contains(&rest) {
+        return Err(ceiling_error(s));
+    }
+    Ok(())
+}
+
+fn ceiling_error(s: &str) -> String {
+    format!(
+        "`{}` is not a quantity: digits, an optional fraction and suffix (`500m`, `4`, `64Gi`)",
+        s.escape_debug()
+    )
+}
+
+/// One entry of an exposed selector: a label key, and `*` or a label value.
+fn validate_selector_entry(key: &str, value: &str) -> Result<(), String> {
+    let key_ok = !key.is_empty()
+        && key.len() <= 317
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'));
+    if !key_ok {
+        return Err("a label key has only letters, digits, `-`, `_`, `.` and `/`".into());
+    }
+    let value_ok = value == "*"
+        || (value.len() <= 63
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')));
+    if !value_ok {
+        return Err(format!(
+            "`{}`: a label value, or `*` for any value",
+            value.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
+/// An exposed port: a container port's name or number.
+fn validate_port(p: &str) -> Result<(), String> {
+    let number = !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit());
+    let name = !p.is_empty()
+        && p.len() <= 15
+        && p.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if number || name {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}`: a container port's name (`http`) or number (`8080`)",
+            p.escape_debug()
+        ))
     }
 }
 

@@ -103,6 +103,7 @@ fn container(r: &Rule, c: &Container<'_>) -> Result<(), Violation> {
             ));
         }
     }
+    probe_hosts(r, c)?;
     for (j, port) in list(c.c, "ports")
         .map_err(|p| r.fail(format!("{}.ports", c.at), p))?
         .iter()
@@ -112,6 +113,44 @@ fn container(r: &Rule, c: &Container<'_>) -> Result<(), Violation> {
         match integer(port, "hostPort").map_err(|p| r.fail(field.clone(), p))? {
             None | Some(0) => {}
             Some(n) => return Err(r.fail(field, format!("is {n}"))),
+        }
+    }
+    Ok(())
+}
+
+/// Probes and lifecycle handlers reach the pod, never another host: the
+/// kubelet would connect to it from the node's own network (baseline's
+/// "Host Probes / Lifecycle Hooks", Kubernetes 1.34).
+fn probe_hosts(r: &Rule, c: &Container<'_>) -> Result<(), Violation> {
+    let mut handlers: Vec<(String, &Value)> = Vec::new();
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = get(c.c, probe) {
+            handlers.push((format!("{}.{probe}", c.at), p));
+        }
+    }
+    if let Some(lifecycle) = get(c.c, "lifecycle") {
+        for hook in ["postStart", "preStop"] {
+            if let Some(h) = get(lifecycle, hook) {
+                handlers.push((format!("{}.lifecycle.{hook}", c.at), h));
+            }
+        }
+    }
+    for (at, handler) in handlers {
+        for action in ["httpGet", "tcpSocket"] {
+            let Some(a) = get(handler, action) else {
+                continue;
+            };
+            let field = format!("{at}.{action}.host");
+            let host = string(a, "host").map_err(|p| r.fail(field.clone(), p))?;
+            if let Some(h) = host.filter(|h| !h.is_empty()) {
+                return Err(r.fail(
+                    field,
+                    format!(
+                        "is set (`{}`); a probe or hook reaches its own pod",
+                        shown(h)
+                    ),
+                ));
+            }
         }
     }
     Ok(())

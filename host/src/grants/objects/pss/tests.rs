@@ -407,3 +407,35 @@ fn the_message_names_the_profile_and_the_field() {
         "pods must meet baseline: spec.containers[0].securityContext.privileged is true"
     );
 }
+
+#[test]
+fn probes_and_lifecycle_handlers_name_no_host() {
+    for (container, field) in [
+        (
+            json!({"readinessProbe": {"httpGet": {"host": "198.18.0.1", "port": 10250}}}),
+            "spec.containers[0].readinessProbe.httpGet.host",
+        ),
+        (
+            json!({"startupProbe": {"tcpSocket": {"host": "etcd", "port": 2379}}}),
+            "spec.containers[0].startupProbe.tcpSocket.host",
+        ),
+        (
+            json!({"lifecycle": {"preStop": {"httpGet": {"host": "198.18.0.1", "port": 80}}}}),
+            "spec.containers[0].lifecycle.preStop.httpGet.host",
+        ),
+    ] {
+        let mut spec = plain();
+        if let (Some(c), Value::Object(extra)) = (spec["containers"][0].as_object_mut(), container)
+        {
+            c.extend(extra);
+        }
+        let v = base(spec).expect_err(field);
+        assert_eq!((v.rule, v.field.as_str()), ("pods.baseline", field));
+    }
+    // The pod's own address (no host, or an empty one) is what a probe is for.
+    let mut own = plain();
+    own["containers"][0]["livenessProbe"] =
+        json!({"httpGet": {"host": "", "port": 8080}, "tcpSocket": null});
+    own["containers"][0]["readinessProbe"] = json!({"tcpSocket": {"port": "http"}});
+    base(own).expect("a probe of the pod itself");
+}
