@@ -81,6 +81,13 @@ pub struct Limits {
     /// Kubernetes watches, logs and exec sessions it opened. Past it the
     /// open fails (a failing stream, or `denied` naming this limit).
     pub max_streams: u32,
+    /// The largest Kubernetes response body handed to the adapter in one
+    /// `send`, in bytes, whoever answers: the API server (a body past it
+    /// is read no further) or the host's watch-fed cache (an answer past it
+    /// is built no further). Past it the read fails (`transport`, saying to
+    /// page the list with `limit` and `continue`). At least 64 KiB.
+    #[schemars(range(min = MIN_RESPONSE_BYTES))]
+    pub max_response_bytes: u64,
 }
 
 /// The smallest `hostcall_bytes` a load accepts: less would refuse ordinary
@@ -88,6 +95,9 @@ pub struct Limits {
 pub const MIN_HOSTCALL_BYTES: u64 = 1 << 20;
 /// The smallest `max_handles` a load accepts.
 pub const MIN_HANDLES: u32 = 64;
+/// The smallest `max_response_bytes` a load accepts: less would refuse
+/// single objects, not lists.
+pub const MIN_RESPONSE_BYTES: u64 = 64 << 10;
 
 impl Limits {
     /// Why these limits cannot be used, if they cannot: a message naming
@@ -103,6 +113,13 @@ impl Limits {
             return Err(format!(
                 "`limits.max_handles` is {}, below the smallest accepted, {MIN_HANDLES}",
                 self.max_handles
+            ));
+        }
+        if self.max_response_bytes < MIN_RESPONSE_BYTES {
+            return Err(format!(
+                "`limits.max_response_bytes` is {}, below the smallest accepted, \
+                 {MIN_RESPONSE_BYTES}",
+                self.max_response_bytes
             ));
         }
         Ok(())
@@ -140,6 +157,7 @@ impl Default for Limits {
             // once, and bounds what a hostile adapter pins in the host.
             stream_buffer_bytes: 256 << 20,
             max_streams: 1024,
+            max_response_bytes: crate::capability::kubernetes::MAX_RESPONSE_BYTES as u64,
         }
     }
 }

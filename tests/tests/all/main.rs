@@ -27,6 +27,7 @@ mod host_metrics;
 mod host_network;
 mod host_pool;
 mod kube_audit;
+mod kube_budgets;
 mod kube_cache;
 mod kube_grants;
 mod kube_objects;

@@ -34,8 +34,9 @@ pub use exec::ExecSession;
 pub use requests::{RequestCounter, RequestCounts, RequestKind};
 pub use watch::WatchStream;
 
-/// The largest response body handed to an adapter: a list bigger than this
-/// must be paged (`limit`/`continue`).
+/// The largest response body handed to an adapter by default
+/// (`limits.max_response_bytes`): a list bigger than this must be paged
+/// (`limit`/`continue`).
 pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
 
 /// What an adapter's instances share to reach the cluster.
@@ -59,6 +60,8 @@ pub struct KubeContext {
     /// The cache's answers, audited in aggregate.
     pub(crate) cache_hits: Arc<audit::CacheHits>,
     pub(crate) max_body: u64,
+    /// The largest response body handed on (`limits.max_response_bytes`).
+    pub(crate) max_response: usize,
     /// What written objects may contain.
     pub(crate) objects: Arc<ObjectPolicy>,
     /// The watch-fed cache reads may be answered from, if any.
@@ -99,7 +102,9 @@ impl super::Capability for Kubernetes {
         let grants = setup.grants.kubernetes.as_ref()?;
         let client = setup.kubernetes?.clone();
         Some(Arc::new(
-            KubeContext::new(client, grants).with_cache(setup.kubernetes_cache.cloned()),
+            KubeContext::new(client, grants)
+                .with_cache(setup.kubernetes_cache.cloned())
+                .with_max_response(setup.limits.max_response_bytes),
         ))
     }
 
@@ -134,6 +139,7 @@ impl KubeContext {
             redaction: Arc::new(redact::Redaction::new(&grants.read_masks)),
             cache_hits: Arc::new(audit::CacheHits::default()),
             max_body: grants.max_body_bytes,
+            max_response: MAX_RESPONSE_BYTES,
             objects: Arc::new(ObjectPolicy::new(&grants.objects)),
             cache: None,
             denial_runs: Arc::new(audit::DenialRuns::default()),
@@ -148,6 +154,12 @@ impl KubeContext {
     /// Answers the reads the cache can from it (see [`crate::kubecache`]).
     pub fn with_cache(mut self, cache: Option<Arc<crate::kubecache::WatchCache>>) -> Self {
         self.cache = cache;
+        self
+    }
+
+    /// Hands on response bodies of at most `bytes`, live or cached.
+    pub fn with_max_response(mut self, bytes: u64) -> Self {
+        self.max_response = usize::try_from(bytes).unwrap_or(usize::MAX);
         self
     }
 

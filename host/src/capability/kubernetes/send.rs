@@ -24,7 +24,8 @@
 //! write it cannot cover is refused at once, naming it.
 //!
 //! A read the watch-fed cache answers takes a rate token as a live one
-//! does, is built within the same byte cap ([`MAX_RESPONSE_BYTES`]) and is
+//! does, is built within the same byte cap (`limits.max_response_bytes`,
+//! [`super::MAX_RESPONSE_BYTES`] by default) and is
 //! audited in aggregate (`audit::CacheHits`). Every answer to a read of a
 //! masked resource outside the adapter's own namespaces, live or cached,
 //! goes through its read mask (`redact`). A namespace the adapter makes is
@@ -36,7 +37,7 @@ use http_body_util::BodyExt;
 
 use super::audit::Audit;
 use super::writes::Policed;
-use super::{KubeContext, MAX_RESPONSE_BYTES, denial_message};
+use super::{KubeContext, denial_message};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ContentType, Denial, Method, Request, Response,
 };
@@ -233,7 +234,7 @@ impl KubeContext {
             None => json,
         };
         let shape = crate::kubecache::Shape {
-            max_bytes: MAX_RESPONSE_BYTES,
+            max_bytes: self.max_response,
             item: mask
                 .is_some()
                 .then_some(&item as &dyn Fn(Vec<u8>) -> Vec<u8>),
@@ -435,13 +436,14 @@ impl KubeContext {
                 continue;
             }
             let headers = kept_headers(resp.headers());
-            let body = http_body_util::Limited::new(resp.into_body(), MAX_RESPONSE_BYTES)
+            let max = self.max_response;
+            let body = http_body_util::Limited::new(resp.into_body(), max)
                 .collect()
                 .await
                 .map_err(|e| {
                     Failure::Transport(if e.is::<http_body_util::LengthLimitError>() {
                         format!(
-                            "the response is larger than {MAX_RESPONSE_BYTES} bytes; page the list with `limit` and `continue`"
+                            "the response is larger than {max} bytes; page the list with `limit` and `continue`"
                         )
                     } else {
                         format!("the response broke off: {e}")

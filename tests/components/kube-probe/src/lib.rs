@@ -25,6 +25,7 @@
 //! | `body:<method>:<type>:<path>` + newline + body | raw `send` of `<method>` to `<path>` with the rest of `plan.id` (after the first newline) as the body, sent as `<type>` (`json`, `merge`, `strategic`, `apply` (as field manager `kube-probe`, forced), `json-patch`); a non-2xx answer is an error | the status, `:`, the response body |
 //! | `huge-body:<bytes>` | raw `POST` of a ConfigMap to `pando-probe` whose body is `<bytes>` bytes of JSON (one string value), built in place; the host's error, if any, is reported, not raised | `<status>` on an answer; `too-large:<message>` (or `error:<message>` for any other error) when the host refused it |
 //! | `watches:<n>:<ns>` | `n` raw watches of pods in `<ns>` opened and held at once, then dropped | `ok=<opened> failed=<refused> error=<the first refusal>` |
+//! | `read:<path>`, `read:any:<path>` | raw `GET` of `<path>` (`?k=v&…` after it the query, unencoded; with `resourceVersion=0` for `any:`, which the host's cache may answer); a non-2xx answer is an error | `hit:` or `live:`, then the body as the guest was shown it |
 //! | `create-ns:<name>` | create namespace `<name>` | its name |
 //! | `flood:<n>` | `n` GETs of `/api/v1/namespaces/default` (stopping early on timeout or cancellation) | how many succeeded |
 //! | `big-body:<bytes>` | create a ConfigMap (`generateName: big-body-`) in `pando-probe` with one data value of `<bytes>` bytes | its name |
@@ -250,6 +251,43 @@ fn operation(id: &str) -> Result<String, Error> {
                         .into(),
                 )
             }
+        }
+        // A GET whose answer is returned whole, as the guest was shown it:
+        // `read:<path>` live, `read:any:<path>` at any resource version
+        // (which the host's watch-fed cache may answer).
+        "read" => {
+            let (any, path) = match arg.strip_prefix("any:") {
+                Some(path) => (true, path),
+                None => (false, arg),
+            };
+            // `?k=v&k2=v2` after the path is the query, unencoded.
+            let (path, query) = path.split_once('?').unwrap_or((path, ""));
+            let mut request = raw_request(Method::Get, path);
+            for pair in query.split('&').filter(|p| !p.is_empty()) {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                request.query.push((k.into(), v.into()));
+            }
+            if any {
+                request.query.push(("resourceVersion".into(), "0".into()));
+            }
+            let response = kubernetes::send(&request).map_err(KubeError::from)?;
+            if !(200..300).contains(&response.status) {
+                return Err(KubeError::from_response(
+                    response.status,
+                    &response.headers,
+                    &response.body,
+                )
+                .into());
+            }
+            let source = response
+                .headers
+                .iter()
+                .find(|(k, _)| k == "pando-cache")
+                .map_or("live", |(_, v)| v.as_str());
+            Ok(format!(
+                "{source}:{}",
+                String::from_utf8_lossy(&response.body)
+            ))
         }
         // A GET at any resource version, which the host's watch-fed cache
         // may answer: `<status>:hit` from the cache, `<status>:live` not.
