@@ -138,8 +138,60 @@ async fn inside_a_namespace_pando_acts_only_once_bound_there() {
         None,
         "bound: allowed"
     );
-    ns.delete().await.expect("cleanup");
+    // Nor may pando delete the unbound namespace it made: deleting a namespace is the
+    // namespace role's, bound only where the adapter bound itself.
+    let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(c.clone());
+    rbac_refused(
+        delete_dry(&namespaces, &ns.name).await,
+        "delete a namespace where it has no binding",
+    );
+    let admin = cluster::client(Identity::Admin).await.expect("admin");
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(admin)
+        .delete(&ns.name, &DeleteParams::default())
+        .await
+        .expect("cleanup");
     bound.delete().await.expect("cleanup");
+}
+
+/// The API server's refusal (status, message) of deleting `name` through `api` as a dry run
+/// (authorized and admitted as a real one, nothing deleted), or `None`.
+async fn delete_dry<K>(api: &Api<K>, name: &str) -> Option<(u16, String)>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let dry = DeleteParams {
+        dry_run: true,
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &dry).await {
+        Ok(_) => None,
+        Err(kube::Error::Api(e)) => Some((e.code, e.message)),
+        Err(e) => panic!("the API server did not answer: {e}"),
+    }
+}
+
+#[tokio::test]
+async fn pando_deletes_only_namespaces_it_is_bound_in() {
+    let c = pando().await;
+    let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(c.clone());
+    // Not Pando's: RBAC refuses (dry runs: nothing would go if it did not). (Not
+    // `pando-system` here: other tests bind the probe's role there as a fixture.)
+    for ns in ["kube-system", "default", "kube-public"] {
+        rbac_refused(
+            delete_dry(&namespaces, ns).await,
+            &format!("delete namespace {ns}"),
+        );
+    }
+    // One the adapter made and bound itself in: its own binding lets it delete it.
+    let bound = cluster::create_adapter_namespace(&c, "pando-rbac-del")
+        .await
+        .expect("a bound namespace");
+    assert_eq!(
+        delete_dry(&namespaces, &bound.name).await,
+        None,
+        "its own namespace"
+    );
+    bound.delete().await.expect("pando deletes it");
 }
 
 #[tokio::test]
@@ -222,7 +274,7 @@ async fn quotas_and_limit_ranges_stay_under_the_ceiling_and_pods_carry_memory_li
         "make a quota of 1000 pods",
     );
     policy_refused(
-        create(&quotas, quota("odd", json!({ "count/secrets": "5" }))).await,
+        create(&quotas, quota("odd", json!({ "count/deployments.apps": "5" }))).await,
         "quotas.ceiling",
         "make a quota of a key the ceiling does not name",
     );

@@ -22,6 +22,7 @@ use pando_tests::cluster::{self, Identity, TestNamespace};
 use pando_tests::{components, probe};
 use serde_json::{Value, json};
 
+mod escapes;
 mod namespaces_and_bindings;
 
 const GRANTS: &str = r#"
@@ -56,6 +57,8 @@ kubernetes:
     - role: pando-adapter-namespace
       subjects:
       - {kind: User, name: pando}
+    claims:
+      storage_classes: [pando-objects]
 "#;
 
 /// The probe with [`GRANTS`], reaching the cluster as the admin.

@@ -278,7 +278,7 @@ async fn claims_name_no_volume_and_a_volume_changes_only_its_reclaim_policy() {
     let path = format!("/api/v1/namespaces/{}/persistentvolumeclaims", ns.name);
     let claim = |name: &str, extra: Value| {
         let mut spec = json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
-                              "storageClassName": ""});
+                              "storageClassName": "pando-objects"});
         if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra) {
             s.extend(e);
         }
