@@ -22,6 +22,7 @@ use pando_tests::cluster::{self, Identity, TestNamespace};
 use pando_tests::{components, probe};
 use serde_json::{Value, json};
 
+mod edge_and_ceilings;
 mod escapes;
 mod namespaces_and_bindings;
 
