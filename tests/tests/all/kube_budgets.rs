@@ -369,7 +369,9 @@ async fn cached_reads_take_rate_tokens_and_are_capped_in_bytes() {
         ..Limits::default()
     };
     let (a, _h) = load(limits, Some(cache)).await;
-    let ns = cluster::create_test_namespace(&admin().await, "pando-budcache")
+    // The adapter's binding in it: a read the cache has not got yet goes
+    // to the API server as `pando`.
+    let ns = cluster::create_adapter_namespace(&admin().await, "pando-budcache")
         .await
         .expect("a namespace");
     // Eight Services of 12 KB each, labelled Pando's: their list is about
