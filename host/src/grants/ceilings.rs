@@ -230,7 +230,7 @@ mod tests {
         let g = crate::Grants::from_text("kubernetes.yaml", text).expect("the shipped grants");
         let k = g.kubernetes.expect("kubernetes");
         let edge = ceiling_for(&k.ceilings, "pando-edge").expect("the edge's");
-        assert_eq!(edge.quota["services.loadbalancers"], "1");
+        assert_eq!(edge.quota["services.loadbalancers"], "4");
         let app = ceiling_for(&k.ceilings, "pando-shop").expect("an app's");
         assert_eq!(app.quota["services.loadbalancers"], "0");
         assert_eq!(app.quota["services.nodeports"], "0");
