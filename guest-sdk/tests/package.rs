@@ -24,6 +24,10 @@ fn package(args: &[&str]) -> Output {
         ])
         .args(args)
         .env("CARGO_TARGET_DIR", root().join("target/sdk-package"))
+        // Cargo unpacks the package it verifies into the build directory, which a caller may
+        // keep elsewhere (.ci/run's build cache): here it is the same folder, where this test
+        // reads the unpacked files.
+        .env("CARGO_BUILD_BUILD_DIR", root().join("target/sdk-package"))
         .current_dir(root())
         .output()
         .expect("cargo runs");

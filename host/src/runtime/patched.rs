@@ -25,14 +25,13 @@ mod tests {
         let mut found = Vec::new();
         let mut lines = lock.lines();
         while let Some(line) = lines.next() {
-            if line.trim() == format!("name = \"{name}\"") {
-                if let Some(version) = lines
+            if line.trim() == format!("name = \"{name}\"")
+                && let Some(version) = lines
                     .next()
                     .and_then(|v| v.trim().strip_prefix("version = \""))
                     .and_then(|v| v.strip_suffix('"'))
-                {
-                    found.push(version);
-                }
+            {
+                found.push(version);
             }
         }
         found
