@@ -135,6 +135,9 @@ impl<'a> Arbitrary<'a> for Structured {
                 burst: u.int_in_range(0..=20)?,
                 write_bytes_per_second: u.arbitrary()?,
                 write_burst_bytes: u.arbitrary()?,
+                write_bytes_per_hour: u.arbitrary()?,
+                cache_reads_per_second: u.arbitrary()?,
+                cache_read_burst: u.int_in_range(0..=20)?,
             }
         };
         let grants = Grants {
@@ -143,6 +146,8 @@ impl<'a> Arbitrary<'a> for Structured {
                 rate,
                 max_body_bytes: u.arbitrary()?,
                 objects: Default::default(),
+                ceilings: Default::default(),
+                read_masks: Default::default(),
             }),
         };
         let m = u.int_in_range(1..=8)?;

@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 /// ceiling for `pando-budceil-*` only, and the pod read mask.
 const GRANTS: &str = r#"
 kubernetes:
-  rate: {qps: 50, burst: 50, write_burst_bytes: 65536, write_bytes_per_hour: 100000}
+  rate: {qps: 50, burst: 50, write_burst_bytes: 65536, write_bytes_per_hour: 100000, cache_reads_per_second: 50, cache_read_burst: 50}
   max_body_bytes: 65536
   rules:
   - verbs: [create, get, delete]
@@ -407,8 +407,9 @@ async fn cached_reads_take_rate_tokens_and_are_capped_in_bytes() {
         other => panic!("expected the cap to refuse the cached list, got {other:?}"),
     }
 
-    // Rate: 50 a second with a burst of 50; 120 cached reads take at least
-    // (120 - 50) / 50 = 1.4 s, where unmetered they take a few ms each.
+    // The cache's own rate: 50 a second with a burst of 50; 120 cached
+    // reads take at least (120 - 50) / 50 = 1.4 s, where unmetered they
+    // take a few ms each.
     let started = Instant::now();
     for _ in 0..120 {
         let (hit, _) = read_body(probe::op(&a, &format!("read:any:{one}")).await);

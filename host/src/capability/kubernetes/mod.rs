@@ -48,6 +48,8 @@ pub struct KubeContext {
     /// Every request the adapter asked for, by verb and resource.
     pub(crate) requests: Arc<RequestCounter>,
     pub(crate) limiter: Arc<RateLimiter>,
+    /// Reads the watch-fed cache answers (`kubernetes.rate.cache_reads_*`).
+    pub(crate) cache_limiter: Arc<RateLimiter>,
     /// Request bodies' bytes a second (`kubernetes.rate.write_*`).
     pub(crate) write_budget: Arc<ByteBudget>,
     /// Request bodies' bytes an hour
@@ -130,6 +132,10 @@ impl KubeContext {
             usage: Arc::new(GrantUsage::default()),
             requests: Arc::new(RequestCounter::default()),
             limiter: Arc::new(RateLimiter::new(grants.rate.qps, grants.rate.burst)),
+            cache_limiter: Arc::new(RateLimiter::new(
+                grants.rate.cache_reads_per_second,
+                grants.rate.cache_read_burst,
+            )),
             write_budget: Arc::new(ByteBudget::new(
                 grants.rate.write_bytes_per_second,
                 grants.rate.write_burst_bytes,

@@ -23,8 +23,10 @@
 //! (`kubernetes.rate.write_bytes_per_hour`), which is never waited for: a
 //! write it cannot cover is refused at once, naming it.
 //!
-//! A read the watch-fed cache answers takes a rate token as a live one
-//! does, is built within the same byte cap (`limits.max_response_bytes`,
+//! A read the watch-fed cache answers takes a token of its own budget
+//! (`kubernetes.rate.cache_reads_per_second`: it never reaches the API
+//! server, whose `qps` would pace the cache down to the server's rate), is
+//! built within the same byte cap (`limits.max_response_bytes`,
 //! [`super::MAX_RESPONSE_BYTES`] by default) and is
 //! audited in aggregate (`audit::CacheHits`). Every answer to a read of a
 //! masked resource outside the adapter's own namespaces, live or cached,
@@ -168,15 +170,19 @@ impl KubeContext {
         req: Request,
         deadline: Option<Instant>,
     ) -> Result<Response, ApiError> {
-        // One token whoever answers: the API server, the cache, or the
-        // host's refusal.
+        // A read the cache answers spends the cache's budget, not the API
+        // server's: it never reaches the server. The answer is built within
+        // the byte cap first; the token paces the next one.
+        if let Some(hit) = self.cached(audit, &parsed, &req) {
+            self.cache_limiter.acquire().await;
+            return hit;
+        }
+        // One token whoever else answers: the API server or the host's
+        // refusal.
         let throttled = self.limiter.acquire().await;
         if let Err(e) = self.check_ceiling_rules(&parsed, &req) {
             audit.denied(Some(&parsed), &denial_message(&e));
             return Err(e);
-        }
-        if let Some(hit) = self.cached(audit, &parsed, &req) {
-            return hit;
         }
         let answer_by = answer_by(deadline, Instant::now());
         if let Some(body) = req.body.as_deref() {
