@@ -274,7 +274,11 @@ async fn quotas_and_limit_ranges_stay_under_the_ceiling_and_pods_carry_memory_li
         "make a quota of 1000 pods",
     );
     policy_refused(
-        create(&quotas, quota("odd", json!({ "count/deployments.apps": "5" }))).await,
+        create(
+            &quotas,
+            quota("odd", json!({ "count/deployments.apps": "5" })),
+        )
+        .await,
         "quotas.ceiling",
         "make a quota of a key the ceiling does not name",
     );
