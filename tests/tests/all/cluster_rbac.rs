@@ -282,6 +282,16 @@ async fn quotas_and_limit_ranges_stay_under_the_ceiling_and_pods_carry_memory_li
         "quotas.ceiling",
         "make a quota of a key the ceiling does not name",
     );
+    // Create is granted cluster-wide (the host writes each namespace's
+    // ceiling before the adapter binds itself there); the policy keeps it
+    // to Pando's namespaces: a `pods: 0` quota in `default` would stop
+    // every pod there.
+    let elsewhere = Api::<ResourceQuota>::namespaced(c.clone(), "default");
+    policy_refused(
+        create(&elsewhere, quota("stop", json!({ "pods": "0" }))).await,
+        "quotas.namespace",
+        "make a quota in the namespace default",
+    );
     // The adapter's defaults (app_quota) pass.
     let fine = quota(
         "pando-app",
