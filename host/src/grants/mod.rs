@@ -246,6 +246,18 @@ impl Grants {
         if k.rate.burst == 0 {
             return bad("rate.burst", "must be at least 1".into());
         }
+        if !(k.rate.cache_reads_per_second > 0.0 && k.rate.cache_reads_per_second.is_finite()) {
+            return bad(
+                "rate.cache_reads_per_second",
+                format!(
+                    "must be a positive number, got {}",
+                    k.rate.cache_reads_per_second
+                ),
+            );
+        }
+        if k.rate.cache_read_burst == 0 {
+            return bad("rate.cache_read_burst", "must be at least 1".into());
+        }
         if k.rate.write_bytes_per_second == 0 {
             return bad("rate.write_bytes_per_second", "must be at least 1".into());
         }

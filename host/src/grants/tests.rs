@@ -15,6 +15,35 @@ fn unknown_field_is_named() {
 }
 
 #[test]
+fn the_cache_read_budget_defaults_and_must_be_a_positive_rate() {
+    let g = Grants::from_text("t", "kubernetes:\n  rate: {qps: 5, burst: 10}\n")
+        .expect("a rate without the cache fields");
+    let rate = g.kubernetes.expect("kubernetes").rate;
+    assert_eq!(
+        (rate.cache_reads_per_second, rate.cache_read_burst),
+        (100_000.0, 100_000)
+    );
+    // The fuzzer's finding: a NaN rate loaded, so a valid document no
+    // longer read back equal to itself, and the budget had no meaning.
+    for (value, field) in [
+        (".nan", "cache_reads_per_second"),
+        ("0", "cache_reads_per_second"),
+        ("-3", "cache_reads_per_second"),
+    ] {
+        let doc = format!("kubernetes:\n  rate: {{qps: 5, burst: 10, {field}: {value}}}\n");
+        let msg = Grants::from_text("t", &doc)
+            .expect_err("refused")
+            .to_string();
+        assert!(msg.contains(&format!("kubernetes.rate.{field}")), "{msg}");
+    }
+    let doc = "kubernetes:\n  rate: {qps: 5, burst: 10, cache_read_burst: 0}\n";
+    let msg = Grants::from_text("t", doc)
+        .expect_err("refused")
+        .to_string();
+    assert!(msg.contains("kubernetes.rate.cache_read_burst"), "{msg}");
+}
+
+#[test]
 fn the_write_budget_defaults_and_must_let_the_largest_body_through() {
     let g = Grants::from_text("t", "kubernetes:\n  rate: {qps: 5, burst: 10}\n")
         .expect("a rate without the write fields");
