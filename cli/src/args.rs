@@ -258,6 +258,11 @@ pub struct ConformanceArgs {
     /// how long this runtime took at most).
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub settle: Option<Duration>,
+    /// Declares the runtime simulated (its workloads run no commands, as
+    /// KWOK's nodes), and why: what only a running workload can show is
+    /// then reported unproven or skipped with this reason, not failed.
+    #[arg(long, value_name = "REASON")]
+    pub simulated: Option<String>,
 }
 
 /// `logs` flags.

@@ -3,17 +3,24 @@
 //! global `--grants`, `--config`, `--kubeconfig` and `--context`.
 //!
 //! Text prints each case's line as it ends, then a summary; JSON, YAML
-//! and JUnit print the report at the end. Exit 0 when no case failed, 1
-//! when one did, 2 for a usage error or an adapter that does not load.
+//! and JUnit print the report at the end. Exit 0 when no case failed and
+//! every declared capability was proven, 1 when a case failed,
+//! [`EXIT_UNPROVEN`] (3) when none failed but a declared capability could
+//! not be proven, 2 for a usage error or an adapter that does not load.
 
 use std::sync::Arc;
 
-use pando_conformance::{self as conformance, CaseResult, Options, Target};
+use pando_conformance::{self as conformance, CaseResult, Options, Target, Verdict};
 use pando_host::LoadOptions;
 
 use super::args::{ConformanceArgs, Format, Global};
 use super::failure::{EXIT_CALL, Failure, Outcome};
 use super::{input, output, session};
+
+/// Exit status of a run where no case failed but a declared capability
+/// could not be proven (an `UNPROVEN` case): told apart from 0, so a CI
+/// gate does not read it as proven, and from 1, since nothing failed.
+pub const EXIT_UNPROVEN: u8 = 3;
 
 /// Runs the suite and prints its report.
 pub async fn conformance(global: &Global, args: &ConformanceArgs) -> Outcome {
@@ -59,10 +66,10 @@ pub async fn conformance(global: &Global, args: &ConformanceArgs) -> Outcome {
         Format::Junit => report.to_junit(),
     };
     output::write_stdout(&rendered)?;
-    if report.is_success() {
-        Ok(())
-    } else {
-        Err(Failure::Exit(EXIT_CALL))
+    match report.verdict() {
+        Verdict::Proven => Ok(()),
+        Verdict::Unproven => Err(Failure::Exit(EXIT_UNPROVEN)),
+        Verdict::Failed => Err(Failure::Exit(EXIT_CALL)),
     }
 }
 
@@ -96,7 +103,20 @@ fn options(global: &Global, args: &ConformanceArgs) -> Options {
     if global.output == Format::Text {
         options.progress = Some(Arc::new(print_case));
     }
+    if let Some(why) = &args.simulated {
+        options.environment = Some(Arc::new(Simulated(why.trim().to_string())));
+    }
     options
+}
+
+/// The runtime `--simulated` declares simulated, and why; it does nothing
+/// for the suite (no workload ended, no storage provided from outside).
+struct Simulated(String);
+
+impl conformance::Environment for Simulated {
+    fn simulated(&self) -> Option<String> {
+        Some(format!("--simulated: {}", self.0))
+    }
 }
 
 /// A case's line and notes, as soon as it ends.

@@ -21,8 +21,13 @@ use super::{Options, Target};
 pub(crate) enum Stop {
     /// The adapter broke the contract.
     Fail(String),
-    /// The check could not be made here.
+    /// The check could not be made here: the environment cannot tell
+    /// (never an adapter's error or a timeout).
     Skip(String),
+    /// A declared capability whose effect this runtime could not show
+    /// (a simulator whose workloads run no commands): neither a pass nor
+    /// a failure.
+    Unproven(String),
 }
 
 /// A check's result.
@@ -36,6 +41,11 @@ pub(crate) fn fail(why: impl Into<String>) -> Stop {
 /// A skip.
 pub(crate) fn skip(why: impl Into<String>) -> Stop {
     Stop::Skip(why.into())
+}
+
+/// A declared capability not proven.
+pub(crate) fn unproven(why: impl Into<String>) -> Stop {
+    Stop::Unproven(why.into())
 }
 
 /// Fails the check with a formatted reason unless `cond` holds.
@@ -129,6 +139,7 @@ impl<T> Setup<T> {
             Ok(v) => Ok(v),
             Err(Stop::Fail(why)) => Err(fail(format!("its set-up failed: {why}"))),
             Err(Stop::Skip(why)) => Err(skip(why.clone())),
+            Err(Stop::Unproven(why)) => Err(unproven(why.clone())),
         }
     }
 
@@ -277,6 +288,7 @@ impl<'a> Fixture<'a> {
             Ok(()) => Outcome::Pass,
             Err(Stop::Fail(why)) => Outcome::Fail(why),
             Err(Stop::Skip(why)) => Outcome::Skip(why),
+            Err(Stop::Unproven(why)) => Outcome::Unproven(why),
         };
         tracing::info!(target: "pando_conformance", case = case.id, outcome = outcome.label(),
             reason = outcome.reason().unwrap_or(""), "conformance case");
@@ -350,6 +362,25 @@ impl<'a> Fixture<'a> {
         what: &str,
         done: impl Fn(&ObservedBundle) -> bool,
     ) -> Check<ObservedBundle> {
+        self.observe_within(bundle, done).await?.map_err(|last| {
+            fail(format!(
+                "observe did not report {what} within {} s; it last said: {}",
+                self.options.settle_timeout.as_secs(),
+                describe(&last)
+            ))
+        })
+    }
+
+    /// Observes `bundle` until `done` holds, within the settle timeout:
+    /// `Ok(Ok(seen))` when it did, `Ok(Err(last report))` when the time ran
+    /// out, for a caller that can tell a runtime that never gets there from
+    /// an adapter that never reports it; an `observe` error fails, naming
+    /// the call.
+    pub(crate) async fn observe_within(
+        &self,
+        bundle: &str,
+        done: impl Fn(&ObservedBundle) -> bool,
+    ) -> Check<Result<ObservedBundle, ObservedBundle>> {
         let started = Instant::now();
         let deadline = started + self.options.settle_timeout;
         loop {
@@ -360,17 +391,23 @@ impl<'a> Fixture<'a> {
                 .map_err(|e| failed(&format!("observe of `{bundle}`"), &e))?;
             if done(&seen) {
                 self.settled(started.elapsed());
-                return Ok(seen);
+                return Ok(Ok(seen));
             }
             if Instant::now() >= deadline {
-                return Err(fail(format!(
-                    "{what} was not reported within {} s; observe last said: {}",
-                    self.options.settle_timeout.as_secs(),
-                    describe(&seen)
-                )));
+                return Ok(Err(seen));
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
+    }
+
+    /// Why this runtime's workloads do not really run, when the runner
+    /// said so beforehand ([`crate::Environment::simulated`]); `None` for a
+    /// real runtime.
+    pub(crate) fn simulated(&self) -> Option<String> {
+        self.options
+            .environment
+            .as_ref()
+            .and_then(|env| env.simulated())
     }
 }
 

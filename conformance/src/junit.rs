@@ -9,7 +9,9 @@ use super::report::{Outcome, Report};
 /// One `<testsuites>` holding one `<testsuite>` named after the adapter,
 /// a `<testcase>` per case: `classname` the case id, `name` the rule and
 /// what it checks, `time` in seconds; `<failure message>` or
-/// `<skipped message>` with the reason; notes in `<system-out>`.
+/// `<skipped message>` with the reason (an unproven declaration is a
+/// `<skipped type="unproven" message="unproven: …">`); notes in
+/// `<system-out>`.
 pub(crate) fn render(report: &Report) -> String {
     let name = format!("pando-conformance {}", report.adapter);
     let mut suite = TestSuite::new(name.as_str());
@@ -33,6 +35,14 @@ pub(crate) fn render(report: &Report) -> String {
             Outcome::Skip(reason) => {
                 let mut s = TestCaseStatus::skipped();
                 s.set_message(reason.as_str());
+                s
+            }
+            // Neither passed nor failed: a skip to CI, told apart by its
+            // type and message (the exit status tells it apart too).
+            Outcome::Unproven(reason) => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_type("unproven")
+                    .set_message(format!("unproven: {reason}"));
                 s
             }
         };
@@ -96,12 +106,22 @@ mod tests {
                 result("C-A-01", Outcome::Pass),
                 result("C-A-02", Outcome::Fail("wrote \"secrets\" <1>\u{1}".into())),
                 result("C-A-03", Outcome::Skip("not declared".into())),
+                result(
+                    "C-A-04",
+                    Outcome::Unproven("logs: declared; simulated".into()),
+                ),
             ],
         };
         let x = render(&report);
-        assert!(x.contains("tests=\"3\""), "{x}");
+        assert!(x.contains("tests=\"4\""), "{x}");
         assert!(x.contains("failures=\"1\""), "{x}");
-        assert!(x.contains("skipped=\"1\""), "{x}");
+        assert!(x.contains("skipped=\"2\""), "{x}");
+        assert!(
+            x.contains(
+                "<skipped message=\"unproven: logs: declared; simulated\" type=\"unproven\"/>"
+            ),
+            "{x}"
+        );
         assert!(
             x.contains("name=\"O-41 apply &lt;again&gt;\" classname=\"C-A-01\" time=\"1.200\"/>"),
             "{x}"

@@ -56,7 +56,7 @@ use pando_host::types::{VolumeHandle, WorkloadRef};
 use pando_host::{Host, LoadError, LoadOptions};
 
 pub use cases::{CASES, Case};
-pub use report::{CaseResult, Outcome, Report};
+pub use report::{CaseResult, Outcome, Report, Verdict};
 
 /// The adapter under test: what the suite loads it from. The suite loads
 /// it more than once: with configurations it must reject, and a second
@@ -99,8 +99,9 @@ pub struct Options {
     /// run or exit, a deletion, the first watch event. Default 30 s: the
     /// longest such wait measured was 3.2 s on real containers and 0.8 s
     /// on KWOK (`docs/conformance.md`, "The settle timeout"); a wait that
-    /// runs out fails its case, or skips it where the runtime cannot show
-    /// it, so a larger value costs only where something never happens.
+    /// runs out fails its case (or, on a runtime the environment declares
+    /// simulated, leaves it unproven or skipped), so a larger value costs
+    /// only where something never happens.
     pub settle_timeout: Duration,
     /// The longest any one case may take, its set-up included.
     pub case_timeout: Duration,
@@ -174,6 +175,20 @@ pub trait Environment: Send + Sync {
     fn release_volume<'a>(&'a self, volume: &'a VolumeHandle) -> BoxFuture<'a, ()> {
         let _ = volume;
         Box::pin(async {})
+    }
+
+    /// Why this runtime's workloads do not really run, when that is known
+    /// before the suite runs: a simulator (KWOK runs no containers), whose
+    /// workloads' commands have no effect and whose logs and exec sessions
+    /// are its own. Then what only a running workload can show (its log
+    /// holding what it printed, a command run inside it seeing its files,
+    /// a finishing workload exiting by itself) is reported `Unproven` for
+    /// a declared capability, or skipped for the rest of a case, naming
+    /// this reason; otherwise it fails its case, since the suite cannot
+    /// tell a runtime that never runs commands from an adapter that lies
+    /// about them. `None` by default, as for every real runtime.
+    fn simulated(&self) -> Option<String> {
+        None
     }
 
     /// Why this runtime cannot be found healthy, when that is known before

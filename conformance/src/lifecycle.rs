@@ -7,6 +7,7 @@ use super::cases::{LOGS, STOP};
 use super::declared::Capability;
 use super::fixture::{
     Check, Fixture, Notes, Setup, Stop, answered, bref, describe, ensure, fail, failed, skip,
+    unproven,
 };
 use super::plans::{self, FINISH_CODE, FINISH_LINE, FINISHER, SERVER, wref};
 
@@ -67,12 +68,15 @@ async fn case_logs(
         None => 0,
     };
     if let Err(why) = &life.finished {
+        // `logs` is declared: what this runtime could not show is the
+        // declaration unproven, not a skip.
         return Err(half_checked(
             why,
             &format!(
-                "the running `{SERVER}`'s log was read ({server_bytes} bytes), but not a \
-                 finished workload's"
+                "logs: declared; the running `{SERVER}`'s log was read ({server_bytes} bytes), \
+                 but not a finished workload's"
             ),
+            unproven,
         ));
     }
     let log = read_log(fx, app).await?;
@@ -123,6 +127,7 @@ async fn case_stop(
         return Err(half_checked(
             why,
             &format!("stop stopped `{SERVER}`, but kept no finished workload to check"),
+            skip,
         ));
     }
     ensure!(
@@ -144,11 +149,12 @@ async fn case_stop(
 }
 
 /// A case that checked what it could, stopped by `why` (the finisher not
-/// exiting): a skip saying what was checked and why not the rest; a
+/// exiting on a simulated runtime): `short` (a skip, or for a declared
+/// capability unproven) saying what was checked and why not the rest; a
 /// failure stays a failure.
-fn half_checked(why: &Stop, checked: &str) -> Stop {
+fn half_checked(why: &Stop, checked: &str, short: fn(String) -> Stop) -> Stop {
     match why {
-        Stop::Skip(why) => skip(format!("{checked}: {why}")),
+        Stop::Skip(why) | Stop::Unproven(why) => short(format!("{checked}: {why}")),
         Stop::Fail(why) => fail(format!("its set-up failed: {why}")),
     }
 }
@@ -253,9 +259,11 @@ async fn started(fx: &Fixture<'_>, app: &str) -> Check<ObservedBundle> {
 }
 
 /// Waits until the finisher has exited (the environment, if any, is told
-/// to make it exit once it runs). A finisher that never exits is a skip:
-/// the runtime does not run commands (a simulator without an
-/// environment).
+/// to make it exit once it runs). A finisher never reported exited fails,
+/// naming `observe`, unless the environment declared the runtime simulated
+/// ([`crate::Environment::simulated`]): then it is a skip naming that
+/// reason, since a simulator without a hook that ends the workload never
+/// ends it. An `observe` error always fails.
 async fn finished(fx: &Fixture<'_>, app: &str, seen: ObservedBundle) -> Check<ObservedBundle> {
     if let Some(env) = &fx.options.environment
         && !finished_as_planned(&seen)
@@ -274,20 +282,25 @@ async fn finished(fx: &Fixture<'_>, app: &str, seen: ObservedBundle) -> Check<Ob
                 && matches!(w.phase, WorkloadPhase::Succeeded | WorkloadPhase::Failed)
         })
     };
-    let seen = match fx
-        .observe_until(app, &format!("`{FINISHER}` exited"), exited)
-        .await
-    {
+    let settle = fx.options.settle_timeout.as_secs();
+    let seen = match fx.observe_within(app, exited).await? {
         Ok(seen) => seen,
-        Err(_) => {
-            return Err(skip(format!(
-                "`{FINISHER}` (`sh -c 'echo …; exit {FINISH_CODE}'`) did not exit within {} s, \
-                 so this runtime does not run the workloads' commands: a simulator (KWOK, as \
-                 the test cluster's simulated nodes) runs none; run the suite where containers \
-                 run (the test cluster's real node) or with an environment that ends the \
-                 workload (docs/conformance.md)",
-                fx.options.settle_timeout.as_secs()
-            )));
+        Err(last) => {
+            let what = format!(
+                "observe did not report `{FINISHER}` (`sh -c 'echo …; exit {FINISH_CODE}'`) \
+                 exited within {settle} s; it last said: {}",
+                describe(&last)
+            );
+            return Err(match fx.simulated() {
+                Some(why) => skip(format!(
+                    "{what}; the runner declares this runtime simulated: {why}"
+                )),
+                None => fail(format!(
+                    "{what}. A runtime that runs the workloads' commands ends it by itself; one \
+                     that does not must be declared simulated by the runner \
+                     (docs/conformance.md, `Environment`)"
+                )),
+            });
         }
     };
     ensure!(

@@ -15,26 +15,33 @@ pub enum Outcome {
     Pass,
     /// It did not: why, naming the call and what it answered.
     Fail(String),
-    /// Not checked: why (a capability not declared, a runtime that could
-    /// not show it).
+    /// Not checked, because the environment cannot tell: why (a runtime
+    /// the runner declared simulated, where a workload's command never
+    /// ends it). Never an adapter's error or a timeout.
     Skip(String),
+    /// A declared capability that this runtime could not show working (a
+    /// simulator whose workloads run no commands): why, naming the
+    /// declaration. Not a failure, and not a pass: a run with one exits
+    /// with its own status.
+    Unproven(String),
 }
 
 impl Outcome {
-    /// `PASS`, `FAIL` or `SKIP`.
+    /// `PASS`, `FAIL`, `SKIP` or `UNPROVEN`.
     pub fn label(&self) -> &'static str {
         match self {
             Outcome::Pass => "PASS",
             Outcome::Fail(_) => "FAIL",
             Outcome::Skip(_) => "SKIP",
+            Outcome::Unproven(_) => "UNPROVEN",
         }
     }
 
-    /// The reason of a failure or a skip.
+    /// The reason of a failure, a skip or an unproven declaration.
     pub fn reason(&self) -> Option<&str> {
         match self {
             Outcome::Pass => None,
-            Outcome::Fail(r) | Outcome::Skip(r) => Some(r),
+            Outcome::Fail(r) | Outcome::Skip(r) | Outcome::Unproven(r) => Some(r),
         }
     }
 }
@@ -111,6 +118,19 @@ fn millis<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// What a run says of the adapter as a whole; the command line's exit
+/// status (`docs/conformance.md`, "Output and exit codes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// No case failed and no declared capability was left unproven (a
+    /// case may still be skipped for what the environment cannot tell).
+    Proven,
+    /// No case failed, but a declared capability could not be proven here.
+    Unproven,
+    /// A case failed.
+    Failed,
+}
+
 /// The whole run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -149,9 +169,26 @@ impl Report {
         self.count(|o| matches!(o, Outcome::Skip(_)))
     }
 
-    /// No case failed.
+    /// How many declared capabilities' cases were left unproven.
+    pub fn unproven(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Unproven(_)))
+    }
+
+    /// No case failed (some may be skipped or unproven: see
+    /// [`Report::verdict`]).
     pub fn is_success(&self) -> bool {
         self.failed() == 0
+    }
+
+    /// What the run says of the adapter as a whole.
+    pub fn verdict(&self) -> Verdict {
+        if self.failed() > 0 {
+            Verdict::Failed
+        } else if self.unproven() > 0 {
+            Verdict::Unproven
+        } else {
+            Verdict::Proven
+        }
     }
 
     /// The cases that failed.
@@ -166,15 +203,17 @@ impl Report {
         self.cases.iter().find(|c| c.id == id)
     }
 
-    /// `28 cases: 25 passed, 0 failed, 3 skipped (74.2s; the runtime
-    /// settled within 4.1s)`.
+    /// `28 cases: 25 passed, 0 failed, 1 skipped, 2 unproven (74.2s; the
+    /// runtime settled within 4.1s)`.
     pub fn summary(&self) -> String {
         format!(
-            "{} cases: {} passed, {} failed, {} skipped ({:.1}s; the runtime settled within {:.1}s)",
+            "{} cases: {} passed, {} failed, {} skipped, {} unproven ({:.1}s; the runtime settled \
+             within {:.1}s)",
             self.cases.len(),
             self.passed(),
             self.failed(),
             self.skipped(),
+            self.unproven(),
             self.duration.as_secs_f64(),
             self.longest_settle.as_secs_f64()
         )
@@ -212,6 +251,52 @@ impl Report {
 mod tests {
     use super::*;
     use crate::cases::CASES;
+
+    fn report(outcomes: &[Outcome]) -> Report {
+        let case = CASES[0];
+        Report {
+            adapter: "test".into(),
+            component: "a.wasm".into(),
+            digest: "00".into(),
+            duration: Duration::from_secs(1),
+            longest_settle: Duration::ZERO,
+            cases: outcomes
+                .iter()
+                .map(|o| CaseResult::new(&case, o.clone(), Duration::ZERO, vec![], None))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_verdict_tells_proven_unproven_and_failed_apart_and_a_skip_is_neither() {
+        let pass = Outcome::Pass;
+        let skip = Outcome::Skip("the runner declares the runtime simulated".into());
+        let unproven = Outcome::Unproven("logs: declared; …".into());
+        let fail = Outcome::Fail("observe failed".into());
+        assert_eq!(
+            report(&[pass.clone(), skip.clone()]).verdict(),
+            Verdict::Proven
+        );
+        let r = report(&[pass.clone(), skip.clone(), unproven.clone()]);
+        assert_eq!(r.verdict(), Verdict::Unproven);
+        assert!(r.is_success(), "unproven is not a failure");
+        let r = report(&[pass, skip, unproven.clone(), fail]);
+        assert_eq!(r.verdict(), Verdict::Failed);
+        assert!(
+            r.summary()
+                .starts_with("4 cases: 1 passed, 1 failed, 1 skipped, 1 unproven (")
+        );
+        let json = serde_json::to_value(&report(&[unproven]).cases[0]).expect("serializes");
+        assert_eq!(
+            json["outcome"],
+            serde_json::json!({"status": "unproven", "reason": "logs: declared; …"})
+        );
+        assert!(
+            report(&[Outcome::Unproven("x".into())]).cases[0]
+                .line()
+                .starts_with("UNPROVEN C-INFO-01 "),
+        );
+    }
 
     #[test]
     fn a_pass_with_a_claim_says_it_in_place_of_the_name_and_a_failure_never_does() {

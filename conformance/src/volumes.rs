@@ -10,7 +10,7 @@ use pando_host::types::{DestroyOptions, ObservedBundle, VolumeHandle, WorkloadPh
 use super::cases::{DESTROY_ALL, DESTROY_KEEP, SNAPSHOT};
 use super::declared::Capability;
 use super::fixture::{
-    Check, Fixture, Notes, Stop, answered, bref, describe, ensure, fail, failed, noise, skip,
+    Check, Fixture, Notes, answered, bref, describe, ensure, fail, failed, noise, unproven,
 };
 use super::plans::{self, VOLUME};
 use super::tar;
@@ -230,8 +230,10 @@ async fn round_trip(fx: &Fixture<'_>, app: &str, notes: &mut Notes) -> Check {
 }
 
 /// The app applied with the volume mounted by a workload (a runtime may
-/// bind storage only for a workload that uses it), and the volume ready; a
-/// skip when it never is.
+/// bind storage only for a workload that uses it), and the volume ready.
+/// Snapshots are declared, so a volume never reported ready fails, naming
+/// `observe`; only on a runtime the environment declares simulated is it
+/// the declaration unproven.
 async fn mounted(fx: &Fixture<'_>, app: &str, volume: &VolumeHandle, notes: &mut Notes) -> Check {
     if let Some(env) = &fx.options.environment {
         env.prepare_volume(volume)
@@ -244,40 +246,45 @@ async fn mounted(fx: &Fixture<'_>, app: &str, volume: &VolumeHandle, notes: &mut
         .await
         .map_err(|e| failed("apply of a plan with a volume", &e))?;
     let ready = |seen: &ObservedBundle| seen.volumes.iter().any(|v| v.name == VOLUME && v.ready);
-    if let Err(e) = fx
-        .observe_until(app, &format!("volume `{VOLUME}` ready"), ready)
-        .await
-    {
-        // Snapshots are declared: the call is held to that even for a
-        // volume that cannot be written. `unsupported` and `denied` come
-        // before any work on the runtime; an adapter still waiting for the
-        // volume after PROBE_LIMIT is not judged (the Kubernetes adapter's
-        // helper pod waits for the claim until its deadline).
-        let what = "snapshot-volume of a volume not yet ready";
-        let ctx = fx.ctx().with_timeout(PROBE_LIMIT);
-        let call = fx.adapter.snapshot_volume(&ctx, volume, tokio::io::sink());
-        let answer = fx
-            .declared_answer(Capability::VolumeSnapshot, what, call)
-            .await?;
-        if let Err(e @ CallError::DeadlineExceeded { .. }) = answer {
-            notes.push(format!(
-                "{what} did not answer within {} s ({}): only an `unsupported` or `denied` \
-                 answer would have failed it",
-                PROBE_LIMIT.as_secs(),
-                e.kind()
-            ));
-        }
-        return Err(skip(format!(
-            "the volume never became ready, so it cannot be written (a runtime without a \
-             storage provisioner, as the test cluster's KWOK nodes, needs an environment that \
-             provides one; the test cluster's real node has one, `storage_class: \
-             pando-local`): {}",
-            match e {
-                Stop::Fail(why) | Stop::Skip(why) => why,
-            }
-        )));
+    let Err(last) = fx.observe_within(app, ready).await? else {
+        return Ok(());
+    };
+    // The call is held to the declaration even for a volume that cannot be
+    // written: `unsupported` and `denied` come before any work on the
+    // runtime; an adapter still waiting for the volume after PROBE_LIMIT
+    // is not judged on it (the Kubernetes adapter's helper pod waits for
+    // the claim until its deadline).
+    let what = "snapshot-volume of a volume not yet ready";
+    let ctx = fx.ctx().with_timeout(PROBE_LIMIT);
+    let call = fx.adapter.snapshot_volume(&ctx, volume, tokio::io::sink());
+    let answer = fx
+        .declared_answer(Capability::VolumeSnapshot, what, call)
+        .await?;
+    if let Err(e @ CallError::DeadlineExceeded { .. }) = answer {
+        notes.push(format!(
+            "{what} did not answer within {} s ({}): only an `unsupported` or `denied` \
+             answer would have failed it",
+            PROBE_LIMIT.as_secs(),
+            e.kind()
+        ));
     }
-    Ok(())
+    let never = format!(
+        "observe did not report volume `{VOLUME}` ready within {} s, so it cannot be written; \
+         it last said: {}",
+        fx.options.settle_timeout.as_secs(),
+        describe(&last)
+    );
+    Err(match fx.simulated() {
+        Some(why) => unproven(format!(
+            "volume-snapshot: declared; {never}; the runner declares this runtime simulated: \
+             {why}"
+        )),
+        None => fail(format!(
+            "{never}. Snapshots are declared: the runtime must provision the volume (on the \
+             test cluster, the real node with `storage_class: pando-local`), or the runner must \
+             declare it simulated and provide storage (docs/conformance.md, `Environment`)"
+        )),
+    })
 }
 
 /// The app stopped and seen stopped.

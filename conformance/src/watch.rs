@@ -36,7 +36,7 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
         if !results.iter().any(|(c, ..)| c.id == case.id) {
             let why = match flow.result() {
                 Err(Stop::Fail(why)) => fail(format!("the watch flow failed first: {why}")),
-                Err(Stop::Skip(why)) => Stop::Skip(why.clone()),
+                Err(other @ (Stop::Skip(_) | Stop::Unproven(_))) => other.clone(),
                 Ok(()) => fail("not reached"),
             };
             results.push((case, Err(why), flow.took(), Notes::default()));
