@@ -37,11 +37,17 @@ const PROJECTED_SOURCES: [&str; 5] = [
 ];
 
 /// The tolerations the API server's `DefaultTolerationSeconds` admission
-/// adds to every pod: allowed whatever the grants say.
+/// adds to every pod: allowed whatever the grants say, for at most
+/// [`DEFAULT_TOLERATION_SECONDS`] (what it writes), never for good: a pod
+/// kept on a dead node is not the adapter's to decide.
 const DEFAULT_TOLERATION_KEYS: [&str; 2] = [
     "node.kubernetes.io/not-ready",
     "node.kubernetes.io/unreachable",
 ];
+
+/// The longest a default toleration may last (the admission's default;
+/// deploy/kubernetes/admission-policy.yaml says the same).
+const DEFAULT_TOLERATION_SECONDS: i64 = 300;
 
 /// Checks a pod (or pod template) against `rule`, found at `rule_at` in the
 /// grants (`kubernetes.objects.pods[0]`, or `the default pod rule`).
@@ -361,6 +367,10 @@ fn toleration_allowed(rule: &PodRule, t: &Value) -> bool {
     if key.is_some_and(|k| DEFAULT_TOLERATION_KEYS.contains(&k))
         && operator == "Exists"
         && effect == Some("NoExecute")
+        && value.is_none()
+        && t.get("tolerationSeconds")
+            .and_then(Value::as_i64)
+            .is_some_and(|s| s <= DEFAULT_TOLERATION_SECONDS)
     {
         return true;
     }
@@ -467,6 +477,19 @@ mod tests {
             ),
         )
         .expect("default toleration");
+        // … but not for good, nor for longer than the admission's default.
+        for seconds in [json!(null), json!(301)] {
+            let v = run(
+                &PodRule::default(),
+                &set(
+                    "tolerations",
+                    json!([{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                            "effect": "NoExecute", "tolerationSeconds": seconds}]),
+                ),
+            )
+            .expect_err("a default toleration without its bound");
+            assert_eq!(v.rule, "pods.tolerations", "{v:?}");
+        }
     }
 
     #[test]

@@ -441,3 +441,150 @@ async fn probe_hosts_pull_policy_and_security_contexts_are_refused_by_both_layer
         .expect("the cluster admits the allowed variants");
     ns.delete().await.expect("cleanup");
 }
+
+#[tokio::test]
+async fn placement_tokens_and_namespace_names_are_refused_by_both_layers() {
+    use k8s_openapi::api::core::v1::Namespace;
+    use k8s_openapi::api::node::v1::RuntimeClass;
+
+    let (a, _h) = load_shipped().await;
+    let ns = probe::app_namespace("objplace").await;
+    let name = ns.name.clone();
+    // A runtime class the cluster has but the grants and the policy do not list (a class that
+    // does not exist is refused by the RuntimeClass admission before the policy sees it).
+    let unlisted = format!("{name}-runc");
+    let classes: Api<RuntimeClass> = Api::all(admin().await);
+    classes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                "metadata": {"name": unlisted}, "handler": "runc"}),
+            )
+            .expect("a runtime class"),
+        )
+        .await
+        .expect("the admin makes a runtime class");
+    let cases: Vec<(Value, (&str, &str), &str)> = vec![
+        (
+            json!({"runtimeClassName": unlisted}),
+            ("pods.runtime-classes", "spec.runtimeClassName"),
+            "pods.runtime-classes",
+        ),
+        // The cluster's own critical class: it would preempt the cluster's pods.
+        (
+            json!({"priorityClassName": "system-cluster-critical"}),
+            ("pods.priority-classes", "spec.priorityClassName"),
+            "pods.priority-classes",
+        ),
+        // Tolerating every taint: the control plane's nodes and every dedicated node.
+        (
+            json!({"tolerations": [{"operator": "Exists"}]}),
+            ("pods.tolerations", "spec.tolerations[0]"),
+            "pods.tolerations",
+        ),
+        // Staying on a dead node for good.
+        (
+            json!({"tolerations": [{"key": "node.kubernetes.io/unreachable",
+                                    "operator": "Exists", "effect": "NoExecute"}]}),
+            ("pods.tolerations", "spec.tolerations[0]"),
+            "pods.tolerations",
+        ),
+        (
+            json!({"automountServiceAccountToken": true}),
+            (
+                "pods.service-account-token",
+                "spec.automountServiceAccountToken",
+            ),
+            "pods.service-account-token",
+        ),
+        (
+            json!({"volumes": [{"name": "t", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token", "audience": "api"}}]}}]}),
+            (
+                "pods.service-account-token",
+                "spec.volumes[0].projected.sources[0].serviceAccountToken",
+            ),
+            "pods.service-account-token",
+        ),
+    ];
+    for (i, (spec, host, policy)) in cases.into_iter().enumerate() {
+        refused_by_both::<Pod>(
+            &a,
+            &name,
+            &app_pod(&format!("place-{i}"), spec),
+            host,
+            policy,
+        )
+        .await;
+    }
+    // Unset, the token is mounted: the ServiceAccount admission adds its volume, and the
+    // policy refuses the result (the host refuses unset too).
+    let mut unset = app_pod("token-unset", json!({}));
+    if let Some(spec) = unset["spec"].as_object_mut() {
+        spec.remove("automountServiceAccountToken");
+    }
+    refused_by_both::<Pod>(
+        &a,
+        &name,
+        &unset,
+        (
+            "pods.service-account-token",
+            "spec.automountServiceAccountToken",
+        ),
+        "pods.service-account-token",
+    )
+    .await;
+    // The allowed variant: the volume helper's toleration of a cordoned node.
+    let fine = json!({"tolerations": [{"key": "node.kubernetes.io/unschedulable",
+                                       "operator": "Exists", "effect": "NoSchedule"}]});
+    written(
+        send(
+            &a,
+            "post",
+            "json",
+            &format!("/api/v1/namespaces/{name}/pods"),
+            &app_pod("fine", fine.clone()),
+        )
+        .await,
+    );
+    create_as::<Pod>(pando().await, &name, &app_pod("fine-direct", fine))
+        .await
+        .expect("the cluster admits the granted toleration");
+
+    // A namespace outside Pando's: the grants name only `pando-*` (the host's denial), and
+    // RBAC's cluster-wide create cannot name it (the policy's `namespaces.name`).
+    let outside = format!("kube-{name}");
+    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": outside}});
+    match send(&a, "post", "json", "/api/v1/namespaces", &body).await {
+        Err(CallError::Adapter(AdapterError::Denied(m))) => {
+            assert!(m.contains(&outside), "the denial names the namespace: {m}")
+        }
+        other => panic!("the host let the adapter make namespace {outside}: {other:?}"),
+    }
+    let namespaces: Api<Namespace> = Api::all(pando().await);
+    let direct = match namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(body).expect("a namespace"),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) => Err((e.code, e.message)),
+        Err(e) => panic!("the API server did not answer: {e}"),
+    };
+    let leaked = direct.is_ok();
+    if leaked {
+        let _ = Api::<Namespace>::all(admin().await)
+            .delete(&outside, &Default::default())
+            .await;
+    }
+    policy_refused(direct, "namespaces.name");
+
+    classes
+        .delete(&unlisted, &Default::default())
+        .await
+        .expect("cleanup");
+    ns.delete().await.expect("cleanup");
+}
