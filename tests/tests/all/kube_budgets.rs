@@ -45,7 +45,10 @@ kubernetes:
     resources: [configmaps, resourcequotas, limitranges]
     namespaces: ["pando-bud*"]
   - verbs: [get, list]
-    resources: [pods, services]
+    resources: [services]
+    namespaces: ["*"]
+  - verbs: [get, list, watch]
+    resources: [pods]
     namespaces: ["*"]
   ceilings:
   - namespaces: ["pando-budceil-*"]
@@ -424,7 +427,7 @@ async fn cached_reads_take_rate_tokens_and_are_capped_in_bytes() {
 }
 
 #[tokio::test]
-async fn pods_outside_the_own_namespaces_are_masked_live_and_cached() {
+async fn pods_outside_the_own_namespaces_are_masked_live_cached_and_watched() {
     let cache = started_cache().await;
     let (a, _h) = load(Limits::default(), Some(cache)).await;
     let other = cluster::create_test_namespace(&admin().await, "budmask")
@@ -489,6 +492,37 @@ async fn pods_outside_the_own_namespaces_are_masked_live_and_cached() {
     assert_eq!(cached["metadata"]["name"], "db");
     let cached_own = read_cached(&a, &format!("/api/v1/namespaces/{}/pods/app", own.name)).await;
     assert!(shows_secrets(&cached_own), "own, whole: {cached_own}");
+
+    // A watch's events alike: from version 0 the API server sends each pod there now as an
+    // ADDED event, which the host masks on its way to the guest.
+    let watched = |ns: String| {
+        let a = &a;
+        async move {
+            let body = probe::op(a, &format!("watch-objects:{ns}:1:0"))
+                .await
+                .expect("the watch");
+            let pods: Vec<Value> = serde_json::from_str(&body).expect("pods as JSON");
+            pods
+        }
+    };
+    let theirs = watched(other.name.clone()).await;
+    assert!(
+        theirs.iter().any(|p| p["metadata"]["name"] == "db"),
+        "the watch showed the pod: {theirs:?}"
+    );
+    for pod in &theirs {
+        assert!(!shows_secrets(pod), "masked in a watch event: {pod}");
+    }
+    assert_eq!(
+        theirs[0]["spec"]["containers"][0]["resources"]["requests"]["cpu"], "10m",
+        "the mask keeps what capacity needs"
+    );
+    let mine = watched(own.name.clone()).await;
+    assert!(
+        mine.iter()
+            .any(|p| p["metadata"]["name"] == "app" && shows_secrets(p)),
+        "own, whole in a watch event: {mine:?}"
+    );
     other.delete().await.expect("cleanup");
     own.delete().await.expect("cleanup");
 }

@@ -24,6 +24,7 @@
 //! | `raw:<method>:<path>` | raw `send` of `<method>` (`get`, `post`, `put`, `patch`, `delete`) to `<path>` as given, no body; a non-2xx answer is an error | the status |
 //! | `body:<method>:<type>:<path>` + newline + body | raw `send` of `<method>` to `<path>` with the rest of `plan.id` (after the first newline) as the body, sent as `<type>` (`json`, `merge`, `strategic`, `apply` (as field manager `kube-probe`, forced), `json-patch`); a non-2xx answer is an error | the status, `:`, the response body |
 //! | `huge-body:<bytes>` | raw `POST` of a ConfigMap to `pando-probe` whose body is `<bytes>` bytes of JSON (one string value), built in place; the host's error, if any, is reported, not raised | `<status>` on an answer; `too-large:<message>` (or `error:<message>` for any other error) when the host refused it |
+//! | `watch-objects:<ns>:<timeout>:<version>` | watch of pods in `<ns>` from `<version>` (`0`: the pods there now, as `ADDED` events) until the server closes it after `<timeout>` s | the events' pods as the guest was shown them, a JSON array |
 //! | `watches:<n>:<ns>` | `n` raw watches of pods in `<ns>` opened and held at once, then dropped | `ok=<opened> failed=<refused> error=<the first refusal>` |
 //! | `read:<path>`, `read:any:<path>` | raw `GET` of `<path>` (`?k=v&…` after it the query, unencoded; with `resourceVersion=0` for `any:`, which the host's cache may answer); a non-2xx answer is an error | `hit:` or `live:`, then the body as the guest was shown it |
 //! | `create-ns:<name>` | create namespace `<name>` | its name |
@@ -45,7 +46,8 @@ use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
 };
 use pando_adapter_sdk::kube::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use pando_adapter_sdk::kube::{
-    Api, ExecParams, KubeError, ListParams, LogParams, PostParams, WatchEnd, WatchParams,
+    Api, ExecParams, KubeError, ListParams, LogParams, PostParams, WatchEnd, WatchEvent,
+    WatchParams,
 };
 use pando_adapter_sdk::kubernetes::{self, ContentType, Method, Request};
 use pando_adapter_sdk::types::{
@@ -358,6 +360,7 @@ fn operation(id: &str) -> Result<String, Error> {
         "watches" => hold_watches(arg),
         "sessions" => hold_sessions(arg),
         "watch" => watch(arg),
+        "watch-objects" => watch_objects(arg),
         "dynamic" => sdk::dynamic(arg),
         "wait-deleted" => sdk::wait_deleted(arg),
         "watcher" => sdk::watch_until(arg),
@@ -398,6 +401,43 @@ fn watch(arg: &str) -> Result<String, Error> {
             Err(WatchEnd::Failed(e)) => return Err(e.into()),
         }
     }
+}
+
+/// `watch-objects:<namespace>:<timeout seconds>:<resource version>`: as
+/// `watch`, but reports the pods of the events as the guest was shown them,
+/// a JSON array, so that a test sees what a watch delivers (the host's read
+/// masks apply to watch events too).
+fn watch_objects(arg: &str) -> Result<String, Error> {
+    let mut parts = arg.splitn(3, ':');
+    let (Some(ns), Some(timeout), Some(rv)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(error::invalid(
+            "plan.id: watch-objects:<namespace>:<timeout>:<version>",
+        ));
+    };
+    let timeout: u32 = timeout
+        .parse()
+        .map_err(|_| error::invalid(format!("plan.id: {timeout:?} is not a number of seconds")))?;
+    let params = WatchParams {
+        timeout_seconds: Some(timeout),
+        ..WatchParams::default()
+    };
+    let mut stream = Api::<Pod>::namespaced(ns).watch(&params, rv)?;
+    let mut pods = Vec::new();
+    loop {
+        match stream.next() {
+            Ok(WatchEvent::Added(p) | WatchEvent::Modified(p) | WatchEvent::Deleted(p)) => {
+                pods.push(p)
+            }
+            Ok(WatchEvent::Bookmark(_)) => {}
+            Err(WatchEnd::Closed) => break,
+            Err(WatchEnd::Expired(message)) => {
+                return Err(error::invalid(format!("the watch expired: {message}")));
+            }
+            Err(WatchEnd::Failed(e)) => return Err(e.into()),
+        }
+    }
+    serde_json::to_string(&pods)
+        .map_err(|e| error::invalid(format!("the pods do not serialize: {e}")))
 }
 
 /// `huge-body:<bytes>`: a body of that size, built once in the guest's
