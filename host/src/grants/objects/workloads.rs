@@ -65,29 +65,24 @@ pub(crate) fn check(
             continue;
         };
         let statement = format!("a workload's container asks for at most {max} of {resource}");
-        let Ok(ceiling) = Quantity::parse(max) else {
-            return Err(fail(
+        let refuse = |field: String, problem: String| {
+            fail(
                 "workloads.resources",
-                statement,
-                spec_at.clone(),
-                "cannot be checked".into(),
+                statement.clone(),
+                field,
+                problem,
                 grant,
-            ));
+            )
+        };
+        let Ok(ceiling) = Quantity::parse(max) else {
+            return Err(refuse(spec_at.clone(), "cannot be checked".into()));
         };
         for key in CONTAINER_LISTS {
             for (i, c) in list(spec, key).unwrap_or(&[]).iter().enumerate() {
                 let resources = get(c, "resources").unwrap_or(&Value::Null);
                 for part in ["requests", "limits"] {
                     let field = format!("{spec_at}.{key}[{i}].resources.{part}.{resource}");
-                    let values = object(resources, part).map_err(|p| {
-                        fail(
-                            "workloads.resources",
-                            statement.clone(),
-                            field.clone(),
-                            p,
-                            grant,
-                        )
-                    })?;
+                    let values = object(resources, part).map_err(|p| refuse(field.clone(), p))?;
                     let Some(v) = values
                         .and_then(|m| m.get(resource))
                         .filter(|v| !v.is_null())
@@ -99,23 +94,9 @@ pub(crate) fn check(
                         Value::Number(n) => n.to_string(),
                         other => super::fields::shown_value(other),
                     };
-                    let q = Quantity::parse(&text).map_err(|p| {
-                        fail(
-                            "workloads.resources",
-                            statement.clone(),
-                            field.clone(),
-                            p,
-                            grant,
-                        )
-                    })?;
+                    let q = Quantity::parse(&text).map_err(|p| refuse(field.clone(), p))?;
                     if q > ceiling {
-                        return Err(fail(
-                            "workloads.resources",
-                            statement.clone(),
-                            field,
-                            format!("is {}, above {max}", shown(&text)),
-                            grant,
-                        ));
+                        return Err(refuse(field, format!("is {}, above {max}", shown(&text))));
                     }
                 }
             }
