@@ -10,6 +10,17 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// Where `cargo package` builds and unpacks what it verifies: a folder of
+/// the caller's build directory where one is kept outside the checkout
+/// (.ci/run's build cache, docs/testing.md), so that a fresh clone does not
+/// build the SDK's dependencies again; else `target/sdk-package`.
+fn build_dir() -> PathBuf {
+    match std::env::var_os("CARGO_BUILD_BUILD_DIR") {
+        Some(dir) => PathBuf::from(dir).join("sdk-package"),
+        None => root().join("target/sdk-package"),
+    }
+}
+
 /// `cargo package` of the SDK with `args`, in a target directory of its
 /// own (the `cargo test` running this holds the workspace's).
 fn package(args: &[&str]) -> Output {
@@ -24,10 +35,9 @@ fn package(args: &[&str]) -> Output {
         ])
         .args(args)
         .env("CARGO_TARGET_DIR", root().join("target/sdk-package"))
-        // Cargo unpacks the package it verifies into the build directory, which a caller may
-        // keep elsewhere (.ci/run's build cache): here it is the same folder, where this test
+        // Cargo unpacks the package it verifies into the build directory, where this test
         // reads the unpacked files.
-        .env("CARGO_BUILD_BUILD_DIR", root().join("target/sdk-package"))
+        .env("CARGO_BUILD_BUILD_DIR", build_dir())
         .current_dir(root())
         .output()
         .expect("cargo runs");
@@ -74,9 +84,7 @@ fn the_sdk_packages_with_the_contract_inside_and_builds_alone() {
     // in it reaches outside the crate.
     package(&[]);
     let version = env!("CARGO_PKG_VERSION");
-    let unpacked = root().join(format!(
-        "target/sdk-package/package/pando-adapter-sdk-{version}"
-    ));
+    let unpacked = build_dir().join(format!("package/pando-adapter-sdk-{version}"));
     for file in &contract {
         let packaged = std::fs::read(unpacked.join("wit").join(file)).expect("packaged wit");
         let repo = std::fs::read(wit.join(file)).expect("repository wit");
