@@ -70,7 +70,7 @@
 //! | `remove-edge` | the edge's Deployment, budget and Service; the namespace with the last edge |
 //! | `edges`, `edge-volumes` | the edges' names; no volumes (replicas share nothing) |
 //! | `logs` | the workload's newest pod by creation time, a finished one included; the host's stream returned as it is; `not-found` without a pod; 2 requests |
-//! | `exec` | R-084, R-228: in the newest running pod, the raw session returned; `unavailable` when none runs |
+//! | `exec` | R-084, R-228: in the newest running pod, the raw session returned; `not-found` when the workload has no pod, `unavailable` when none runs |
 //! | `run` | R-423: stdout spliced to the caller as it comes, the last 64 KiB of stderr kept for `command-failed`; `env` is `unsupported` (exec cannot add variables to a running container) |
 //! | `capacity` | R-243: eligible nodes (Ready, schedulable, `node_selector`) less what pods that are not Pando's apps request; `largest_fit` counts every pod; 2 requests |
 //! | `largest-fit-for` | R-242: as `largest_fit`, the app's own pods added back; 2 requests |

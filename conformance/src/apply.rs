@@ -16,7 +16,7 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
     }
     let caps = fx.capabilities().await;
     let app = fx.bundle_id("apply");
-    let plan = plans::plan(&app, vec![plans::server(&fx.options.image)]);
+    let plan = plans::plan(&app, vec![fx.server()]);
 
     let setup = fx.setup(converge(fx, &plan)).await;
     // The set-up is this case: its time is the set-up's.

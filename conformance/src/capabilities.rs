@@ -143,7 +143,7 @@ async fn trial(
 ) -> Check {
     let request = TrialRequest {
         bundle: app.into(),
-        workload: plans::server(&fx.options.image),
+        workload: fx.server(),
         network: NetworkRules {
             egress: EgressPolicy::None,
         },
@@ -186,7 +186,7 @@ async fn egress(
     app: &str,
     notes: &mut Notes,
 ) -> Check {
-    let mut plan = plans::plan(app, vec![plans::server(&fx.options.image)]);
+    let mut plan = plans::plan(app, vec![fx.server()]);
     plan.network.egress = EgressPolicy::Restricted(vec![EgressRule {
         destination: "api.conformance.invalid".into(),
         ports: vec![443],

@@ -101,15 +101,14 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
 
 /// Plans no adapter can run, each with what is wrong with it.
 fn bad_plans(fx: &Fixture<'_>, id: &str) -> Vec<(&'static str, BundlePlan)> {
-    let image = &fx.options.image;
-    let one = || plans::plan(id, vec![plans::server(image)]);
+    let one = || plans::plan(id, vec![fx.server()]);
     let mut bad_id = one();
     bad_id.id = "Not_An_App!".into();
     let mut bad_name = one();
     bad_name.workloads[0].name = "Not_A_Workload!".into();
     let mut twice = one();
-    twice.workloads.push(plans::server(image));
-    let mut ghost = plans::plan(id, vec![plans::server(image), plans::finisher(image)]);
+    twice.workloads.push(fx.server());
+    let mut ghost = plans::plan(id, vec![fx.server(), fx.finisher()]);
     ghost.workloads[1].mounts.push(VolumeMount {
         volume: "ghost".into(),
         path: "/ghost".into(),
@@ -180,15 +179,9 @@ async fn unknown(fx: &Fixture<'_>, none: &str, caps: &RuntimeCapabilities) -> Ch
     };
     let call = fx.adapter.exec(&ctx, &ghost, &exec);
     let what = "exec in an unknown workload";
-    gated(
-        fx,
-        caps,
-        Capability::Exec,
-        what,
-        call,
-        &["not-found", "unavailable"],
-    )
-    .await?;
+    // `not-found`, not `unavailable`: the workload does not exist, and
+    // core retries `unavailable` as if it were only not running yet.
+    gated(fx, caps, Capability::Exec, what, call, &["not-found"]).await?;
     let run = RunRequest {
         command: vec!["true".into()],
         env: vec![],
@@ -196,15 +189,7 @@ async fn unknown(fx: &Fixture<'_>, none: &str, caps: &RuntimeCapabilities) -> Ch
     let finisher = wref(none, FINISHER);
     let call = fx.adapter.run(&ctx, &finisher, &run, tokio::io::sink());
     let what = "run in an unknown workload";
-    gated(
-        fx,
-        caps,
-        Capability::Run,
-        what,
-        call,
-        &["not-found", "unavailable"],
-    )
-    .await?;
+    gated(fx, caps, Capability::Run, what, call, &["not-found"]).await?;
 
     let volume = VolumeHandle {
         bundle: none.into(),

@@ -8,11 +8,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use pando_host::capability::kubernetes::RequestCounts;
-use pando_host::types::{BundleRef, DestroyOptions, ObservedBundle, RuntimeCapabilities};
+use pando_host::types::{
+    BundleRef, DestroyOptions, ObservedBundle, RuntimeCapabilities, WorkloadSpec,
+};
 use pando_host::{Adapter, CallContext, CallError};
 
 use super::cases::{self, Case};
 use super::declared::Capability;
+use super::plans::{self, Nonces};
 use super::report::{CaseResult, Outcome};
 use super::{Options, Target};
 
@@ -161,6 +164,8 @@ pub(crate) struct Fixture<'a> {
     pub(crate) adapter: Adapter,
     capabilities: Option<Result<RuntimeCapabilities, String>>,
     run: String,
+    /// What this run's workloads print and write, for the cases to find.
+    pub(crate) nonces: Nonces,
     results: Vec<CaseResult>,
     /// The longest wait for the runtime that ended in time, in ms.
     settled_ms: AtomicU64,
@@ -174,6 +179,7 @@ impl<'a> Fixture<'a> {
             adapter,
             capabilities: None,
             run: run_id(),
+            nonces: Nonces::random(),
             results: Vec::new(),
             settled_ms: AtomicU64::new(0),
         }
@@ -200,6 +206,16 @@ impl<'a> Fixture<'a> {
     /// Whether any of `cases` is to run: a group with none skips its set-up.
     pub(crate) fn wants_any(&self, cases: &[Case]) -> bool {
         cases.iter().any(|c| self.wants(c))
+    }
+
+    /// The workload serving until stopped, with this run's image and nonces.
+    pub(crate) fn server(&self) -> WorkloadSpec {
+        plans::server(&self.options.image, &self.nonces)
+    }
+
+    /// The workload whose command prints and exits.
+    pub(crate) fn finisher(&self) -> WorkloadSpec {
+        plans::finisher(&self.options.image, &self.nonces)
     }
 
     /// A unique app id for one group of this run: `conf-<run>-<group>`.

@@ -16,8 +16,74 @@ pub(crate) const FINISHER: &str = "finisher";
 /// The code it exits with: not 0, so "finished" is told from "succeeded by
 /// accident".
 pub(crate) const FINISH_CODE: i32 = 3;
-/// What it prints before exiting.
+/// What it prints before exiting, followed by the run's [`Nonce`] for
+/// logs.
 pub(crate) const FINISH_LINE: &str = "conformance: finished";
+/// The file the server writes its run's [`Nonce`] to as it starts: only a
+/// command run in that workload, after its own command ran, reads it back
+/// (`C-EXEC-01`, `C-RUN-01`).
+pub(crate) const WORKLOAD_FILE: &str = "/tmp/pando-conformance";
+
+/// A number the suite chose for this run, which a workload's own command
+/// computes and prints as the sum of two parts: a log or a session holding
+/// the sum shows the command ran. An adapter answering a fixed line, or
+/// echoing the command it was given, does not hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Nonce {
+    a: u32,
+    b: u32,
+}
+
+impl Nonce {
+    /// Two random parts, each below 2^31 so the sum fits any shell's
+    /// arithmetic.
+    pub(crate) fn random() -> Self {
+        use std::hash::BuildHasher;
+        let state = std::collections::hash_map::RandomState::new();
+        let x = state.hash_one((std::process::id(), std::time::SystemTime::now()));
+        Nonce {
+            a: (x as u32) >> 1,
+            b: ((x >> 32) as u32) >> 1,
+        }
+    }
+
+    /// The shell arithmetic that prints it: `$((A + B))`.
+    pub(crate) fn shell(self) -> String {
+        format!("$(({} + {}))", self.a, self.b)
+    }
+
+    /// What that prints.
+    pub(crate) fn value(self) -> u64 {
+        u64::from(self.a) + u64::from(self.b)
+    }
+}
+
+/// The nonces of one run: one for the finisher's log, one for the server's
+/// file, so neither proves the other.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Nonces {
+    /// Printed by the finisher after [`FINISH_LINE`].
+    pub(crate) log: Nonce,
+    /// Written by the server to [`WORKLOAD_FILE`].
+    pub(crate) file: Nonce,
+}
+
+impl Nonces {
+    /// New ones.
+    pub(crate) fn random() -> Self {
+        let log = Nonce::random();
+        let mut file = Nonce::random();
+        while file == log {
+            file = Nonce::random();
+        }
+        Nonces { log, file }
+    }
+
+    /// The line the finisher prints: `conformance: finished N`.
+    pub(crate) fn finish_line(&self) -> String {
+        format!("{FINISH_LINE} {}", self.log.value())
+    }
+}
 /// The variable carrying the finisher's exit code. A real runtime ignores
 /// it (the command exits by itself); a simulated one (a KWOK stage) can
 /// read it to end the workload as the command would.
@@ -52,16 +118,21 @@ fn workload(name: &str, image: &str, script: &str, requests: Resources) -> Workl
     }
 }
 
-/// A workload serving HTTP on [`PORT`] until stopped. Its shell, PID 1 in
+/// A workload serving HTTP on [`PORT`] until stopped, having written the
+/// run's file nonce to [`WORKLOAD_FILE`]. Its shell, PID 1 in
 /// a container, exits on SIGTERM: a PID 1 without a handler ignores it, so
 /// every stop and replacement would wait out the runtime's whole grace
 /// period (Kubernetes' 30 s), which is the runtime's, not the adapter's,
 /// and was the longest wait of a run on real containers.
-pub(crate) fn server(image: &str) -> WorkloadSpec {
+pub(crate) fn server(image: &str, nonces: &Nonces) -> WorkloadSpec {
     let mut w = workload(
         SERVER,
         image,
-        &format!("echo conformance: serving; trap 'exit 0' TERM; httpd -f -p {PORT} & wait"),
+        &format!(
+            "echo conformance: serving; echo {} > {WORKLOAD_FILE}; trap 'exit 0' TERM; \
+             httpd -f -p {PORT} & wait",
+            nonces.file.shell()
+        ),
         server_requests(),
     );
     w.ports.push(Port {
@@ -72,12 +143,16 @@ pub(crate) fn server(image: &str) -> WorkloadSpec {
     w
 }
 
-/// A workload that prints [`FINISH_LINE`] and exits with [`FINISH_CODE`].
-pub(crate) fn finisher(image: &str) -> WorkloadSpec {
+/// A workload that prints [`FINISH_LINE`] and the run's log nonce, and
+/// exits with [`FINISH_CODE`].
+pub(crate) fn finisher(image: &str, nonces: &Nonces) -> WorkloadSpec {
     let mut w = workload(
         FINISHER,
         image,
-        &format!("echo {FINISH_LINE}; exit {FINISH_CODE}"),
+        &format!(
+            "echo \"{FINISH_LINE} {}\"; exit {FINISH_CODE}",
+            nonces.log.shell()
+        ),
         Resources {
             cpu_millis: 10,
             memory_bytes: 16 << 20,
@@ -135,5 +210,33 @@ pub(crate) fn wref(bundle: &str, workload: &str) -> WorkloadRef {
     WorkloadRef {
         bundle: bundle.into(),
         workload: workload.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_commands_print_the_nonces_only_as_shell_arithmetic() {
+        let nonces = Nonces::random();
+        let finisher = finisher("busybox", &nonces);
+        let script = &finisher.command[2];
+        assert!(script.contains(&nonces.log.shell()), "{script}");
+        // The sum itself is nowhere in the plan: only running the command makes it.
+        let sum = nonces.log.value().to_string();
+        assert!(!script.contains(&sum), "{script}");
+        assert_eq!(nonces.finish_line(), format!("{FINISH_LINE} {sum}"));
+        let server = server("busybox", &nonces);
+        let script = &server.command[2];
+        assert!(
+            script.contains(&format!("echo {} > {WORKLOAD_FILE};", nonces.file.shell())),
+            "{script}"
+        );
+        assert!(
+            !script.contains(&nonces.file.value().to_string()),
+            "{script}"
+        );
+        assert_ne!(nonces.log, nonces.file);
     }
 }

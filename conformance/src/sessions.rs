@@ -1,5 +1,7 @@
 //! Exec (R-084) and run (R-423) in the running server workload: output
-//! and exit status come back; or, when not declared, `unsupported`.
+//! and exit status come back, and the command ran in that workload (it
+//! reads back the file the workload's own command wrote, with this run's
+//! nonce); or, when not declared, `unsupported`.
 
 use std::time::Duration;
 
@@ -10,14 +12,52 @@ use pando_host::streams::ByteStream;
 use pando_host::types::{Error as AdapterError, ExecRequest, RunRequest};
 
 use super::declared::Capability;
-use super::fixture::{Check, Fixture, Notes, answered, ensure, fail, failed};
-use super::plans::{SERVER, wref};
+use super::fixture::{Check, Fixture, Notes, answered, ensure, fail, failed, unproven};
+use super::plans::{SERVER, WORKLOAD_FILE, wref};
 
 /// The most output a session's stream is read to.
 const MAX_OUTPUT: usize = 1 << 20;
 
 fn sh(script: &str) -> Vec<String> {
     vec!["sh".into(), "-c".into(), script.into()]
+}
+
+/// Reads the workload's file back, printing nothing when it is absent: the
+/// session's exit status stays the script's.
+fn read_back() -> String {
+    format!("cat {WORKLOAD_FILE} 2>/dev/null || true")
+}
+
+/// Judges what a command printed after `before` (the part of its output
+/// that does not depend on the workload): the file nonce the workload's own
+/// command wrote, or the command did not run in that workload. A failure
+/// naming `cap`'s declaration; unproven on a runtime declared simulated.
+fn ran_in_the_workload(
+    fx: &Fixture<'_>,
+    cap: Capability,
+    what: &str,
+    before: &str,
+    out: &str,
+) -> Check {
+    let expected = format!("{before}{}\n", fx.nonces.file.value());
+    if out == expected {
+        return Ok(());
+    }
+    let said = format!(
+        "{what} printed {out:?}, not {expected:?}: it did not read back `{WORKLOAD_FILE}`, \
+         which `{SERVER}`'s own command wrote with a number this run chose, so the command \
+         did not run in that workload"
+    );
+    Err(match fx.simulated() {
+        Some(why) => unproven(format!(
+            "{}: declared; {said}; the runner declares this runtime simulated: {why}",
+            cap.name()
+        )),
+        None => fail(format!(
+            "{said}, but the adapter declares `{}: true` in its capabilities",
+            cap.name()
+        )),
+    })
 }
 
 /// A stream to its end, within the settle timeout.
@@ -32,13 +72,16 @@ async fn read_all(fx: &Fixture<'_>, what: &str, stream: &mut ByteStream) -> Chec
     }
 }
 
-/// A line on stdin comes back on stdout, a line on stderr, and the exit
-/// status is the script's.
+/// A line on stdin comes back on stdout, then the workload's file, a line
+/// on stderr, and the exit status is the script's.
 pub(crate) async fn exec(fx: &Fixture<'_>, app: &str, declared: bool, notes: &mut Notes) -> Check {
     let request = ExecRequest {
         // One line, not to the end of stdin: whether closing stdin reaches
         // the process depends on the runtime's protocol.
-        command: sh(r#"read l; echo "got $l"; echo oops >&2; exit 7"#),
+        command: sh(&format!(
+            r#"read l; echo "got $l"; {}; echo oops >&2; exit 7"#,
+            read_back()
+        )),
         stdin: true,
         tty: false,
         size: None,
@@ -86,15 +129,21 @@ pub(crate) async fn exec(fx: &Fixture<'_>, app: &str, declared: bool, notes: &mu
         .map_err(|e| failed("waiting for the session", &e))?;
     drop(stdin);
     ensure!(
-        out == "got conformance\n",
-        "the session's stdout was {out:?}, not \"got conformance\\n\""
+        out.starts_with("got conformance\n"),
+        "the session's stdout was {out:?}, not \"got conformance\\n\" and the workload's file"
     );
     ensure!(
         err.contains("oops"),
         "the session's stderr was {err:?}, without what the command wrote there"
     );
     ensure!(code == 7, "the session exited {code}, not 7");
-    Ok(())
+    ran_in_the_workload(
+        fx,
+        Capability::Exec,
+        &format!("exec in `{SERVER}`"),
+        "got conformance\n",
+        &out,
+    )
 }
 
 /// Runs a failing command, then a succeeding one.
@@ -141,16 +190,17 @@ pub(crate) async fn run(fx: &Fixture<'_>, app: &str, declared: bool, notes: &mut
     );
 
     let fine = RunRequest {
-        command: sh("echo fine"),
+        command: sh(&format!("echo fine; {}", read_back())),
         env: vec![],
     };
+    let what = "run of `echo fine` and the workload's file";
     let before = fx.refusals();
     let (r, out) = run_once(fx, &workload, &fine).await;
-    fx.held_to(Capability::Run, "run of `echo fine`", before, &r)?;
-    r.map_err(|e| failed("run of `echo fine`", &e))?;
+    fx.held_to(Capability::Run, what, before, &r)?;
+    r.map_err(|e| failed(what, &e))?;
     let out = out?;
-    ensure!(out == "fine\n", "run of `echo fine` wrote {out:?}");
-    Ok(())
+    ensure!(out.starts_with("fine\n"), "{what} wrote {out:?}");
+    ran_in_the_workload(fx, Capability::Run, what, "fine\n", &out)
 }
 
 /// One `run`, its stdout collected.

@@ -47,7 +47,7 @@ async fn destroy(fx: &mut Fixture<'_>) {
     let app = fx.bundle_id("keep");
     // The workload need not run: a runtime may wait for the volume to be
     // provisioned before it starts anything.
-    let plan = plans::with_volume(plans::plan(&app, vec![plans::server(&fx.options.image)]));
+    let plan = plans::with_volume(plans::plan(&app, vec![fx.server()]));
     let setup = fx
         .setup(async {
             fx.adapter
@@ -240,7 +240,7 @@ async fn mounted(fx: &Fixture<'_>, app: &str, volume: &VolumeHandle, notes: &mut
             .await
             .map_err(|e| fail(format!("the environment could not provide the volume: {e}")))?;
     }
-    let plan = plans::with_volume(plans::plan(app, vec![plans::server(&fx.options.image)]));
+    let plan = plans::with_volume(plans::plan(app, vec![fx.server()]));
     fx.adapter
         .apply(&fx.ctx(), &plan)
         .await

@@ -185,10 +185,7 @@ async fn watching(fx: &Fixture<'_>, app: &str, watch: &mut Watch, started: Insta
         "the watch's first event was {first:?}, not watching"
     );
     fx.adapter
-        .apply(
-            &fx.ctx(),
-            &plans::plan(app, vec![plans::server(&fx.options.image)]),
-        )
+        .apply(&fx.ctx(), &plans::plan(app, vec![fx.server()]))
         .await
         .map_err(|e| failed("apply", &e))?;
     let applied = Instant::now();

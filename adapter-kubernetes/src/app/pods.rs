@@ -70,10 +70,18 @@ pub fn is_running(pod: &Pod) -> bool {
 }
 
 /// The namespace and name of the workload's newest running pod;
-/// `unavailable` naming the workload when none runs (there is nothing to
-/// exec into until the reconciler starts it again).
+/// `not-found` naming the workload when it has no pod at all (never
+/// started, or removed, as `logs` answers), `unavailable` when it has pods
+/// but none runs (there is nothing to exec into until the reconciler
+/// starts it again).
 pub fn running(workload: &WorkloadRef) -> Result<(String, String), Error> {
     let (ns, pods) = list(workload)?;
+    if pods.is_empty() {
+        return Err(error::not_found(format!(
+            "{} has no pod: it was never started, or was removed",
+            describe(workload)
+        )));
+    }
     newest(pods.iter().filter(|p| is_running(p)))
         .and_then(|p| p.metadata.name.clone())
         .map(|name| (ns, name))

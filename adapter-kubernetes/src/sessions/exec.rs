@@ -40,8 +40,8 @@ fn open(
         .map_err(|e| Error::from(e).context(&format!("exec in pod `{ns}/{pod}`")))
 }
 
-/// An interactive session in the workload's running pod; `unavailable`
-/// naming the workload when none runs. The raw session is returned as it
+/// An interactive session in the workload's running pod; `not-found`
+/// naming the workload when it has no pod, `unavailable` when none runs. The raw session is returned as it
 /// is: it implements the SDK's [`ExecSession`].
 pub fn exec(workload: &WorkloadRef, request: &ExecRequest) -> Result<Box<dyn ExecSession>, Error> {
     let mut session = open(workload, &request.command, request.stdin, request.tty)?;
