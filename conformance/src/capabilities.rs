@@ -3,16 +3,17 @@
 //! something else. Exec, run, logs and snapshots are checked the same way
 //! by their own cases; these are the capabilities no other case uses.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use pando_host::types::{
-    EdgePlan, EgressPolicy, EgressRule, NetworkRules, ResourceRequirements, Resources,
+    EdgePlan, EgressPolicy, EgressRule, NetworkRules, Protocol, ResourceRequirements, Resources,
     RuntimeCapabilities, TrialRequest,
 };
 
 use super::cases::{EDGE, EGRESS, IMAGE_IMPORT, TRIAL};
 use super::declared::Capability;
-use super::fixture::{Check, Fixture, Notes, answered, ensure, unmeasured_note};
+use super::fixture::{Check, Fixture, Notes, answered, ensure, fail, unmeasured_note, unproven};
 use super::plans;
 
 pub(crate) async fn run(fx: &mut Fixture<'_>) {
@@ -132,9 +133,9 @@ async fn edge(fx: &Fixture<'_>, caps: &RuntimeCapabilities, notes: &mut Notes) -
     Ok(())
 }
 
-/// Declared: a short trial of the server workload reports, and reports
-/// writes exactly when write observation is declared. Not declared:
-/// `unsupported`.
+/// Declared: a short trial of the server workload reports exactly the
+/// socket it listens on, and reports writes exactly when write observation
+/// is declared. Not declared: `unsupported`.
 async fn trial(
     fx: &Fixture<'_>,
     caps: &RuntimeCapabilities,
@@ -174,7 +175,53 @@ async fn trial(
         result.writes,
         if caps.write_observation { "" } else { "not " }
     );
-    Ok(())
+    // R-097: what it reports is what the workload did. `server` listens on
+    // exactly one socket, TCP `PORT` (busybox httpd), for as long as it runs.
+    let reported: BTreeSet<(u16, &str)> = result
+        .listening
+        .iter()
+        .map(|l| (l.port, protocol(l.protocol)))
+        .collect();
+    let expected: BTreeSet<(u16, &str)> = [(plans::PORT, "tcp")].into();
+    if reported == expected {
+        return Ok(());
+    }
+    let said = format!(
+        "the trial of `{}` reported listening on [{}], not exactly the one socket its command \
+         listens on ({}/tcp){}",
+        plans::SERVER,
+        ports(&reported),
+        plans::PORT,
+        match result.exit_code {
+            Some(code) => format!("; it reported the workload exited {code}, which it does not"),
+            None => String::new(),
+        }
+    );
+    Err(match fx.simulated() {
+        Some(why) => unproven(format!(
+            "trial: declared; {said}; the runner declares this runtime simulated: {why}"
+        )),
+        None => fail(format!(
+            "{said}, but the adapter declares `trial: true` in its capabilities"
+        )),
+    })
+}
+
+/// A protocol as sockets are written: `tcp`.
+fn protocol(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Tcp => "tcp",
+        Protocol::Udp => "udp",
+    }
+}
+
+/// Sockets as `8080/tcp, 53/udp`.
+fn ports(sockets: &BTreeSet<(u16, &str)>) -> String {
+    sockets
+        .iter()
+        .map(|(port, protocol)| format!("{port}/{protocol}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// An egress rule naming a DNS name can be enforced only by an adapter
