@@ -12,8 +12,8 @@ use pando_host::types::{
 };
 
 use super::cases::{EDGE, EGRESS, IMAGE_IMPORT, TRIAL};
-use super::declared::Capability;
-use super::fixture::{Check, Fixture, Notes, answered, ensure, fail, unmeasured_note, unproven};
+use super::declared::{Capability, not_shown};
+use super::fixture::{Check, Fixture, Notes, answered, ensure, unmeasured_note};
 use super::plans;
 
 pub(crate) async fn run(fx: &mut Fixture<'_>) {
@@ -197,14 +197,7 @@ async fn trial(
             None => String::new(),
         }
     );
-    Err(match fx.simulated() {
-        Some(why) => unproven(format!(
-            "trial: declared; {said}; the runner declares this runtime simulated: {why}"
-        )),
-        None => fail(format!(
-            "{said}, but the adapter declares `trial: true` in its capabilities"
-        )),
-    })
+    Err(not_shown(Capability::Trial, &said, fx.simulated()))
 }
 
 /// A protocol as sockets are written: `tcp`.

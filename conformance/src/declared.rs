@@ -11,7 +11,7 @@ use pando_host::CallError;
 use pando_host::grants::check::{DenialCount, GrantReport, proposed_rule};
 use pando_host::types::{Error as AdapterError, RuntimeCapabilities};
 
-use crate::fixture::{Check, Fixture, fail, failed};
+use crate::fixture::{Check, Fixture, Stop, fail, failed, unproven};
 
 /// A capability, by its name in the contract's `runtime-capabilities`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +118,23 @@ impl Fixture<'_> {
         self.declared_answer(cap, what, call)
             .await?
             .map_err(|e| failed(what, &e))
+    }
+}
+
+/// What a case could not show of declared `cap` (`said`, naming what the
+/// runtime answered instead): a failure naming the declaration; or, where
+/// the runner declared the runtime simulated (`simulated`, its reason), the
+/// declaration unproven, naming it and the reason.
+pub(crate) fn not_shown(cap: Capability, said: &str, simulated: Option<String>) -> Stop {
+    match simulated {
+        Some(why) => unproven(format!(
+            "{}: declared; {said}; the runner declares this runtime simulated: {why}",
+            cap.name()
+        )),
+        None => fail(format!(
+            "{said}, but the adapter declares `{}: true` in its capabilities",
+            cap.name()
+        )),
     }
 }
 
@@ -234,6 +251,31 @@ mod tests {
             refused_since(None, Some(&outside)).contains(r#"namespaces: ["kube-system"]}"#),
             "{}",
             refused_since(None, Some(&outside))
+        );
+    }
+
+    #[test]
+    fn what_a_declaration_could_not_show_fails_unless_the_runtime_is_declared_simulated() {
+        let said = "the log does not hold the line";
+        assert_eq!(
+            not_shown(Capability::Logs, said, None),
+            Stop::Fail(
+                "the log does not hold the line, but the adapter declares `logs: true` in its \
+                 capabilities"
+                    .into()
+            )
+        );
+        assert_eq!(
+            not_shown(
+                Capability::Exec,
+                said,
+                Some("KWOK runs no containers".into())
+            ),
+            Stop::Unproven(
+                "exec: declared; the log does not hold the line; the runner declares this \
+                 runtime simulated: KWOK runs no containers"
+                    .into()
+            )
         );
     }
 

@@ -4,7 +4,7 @@
 use pando_host::types::{LogOptions, ObservedBundle, RuntimeCapabilities, WorkloadPhase};
 
 use super::cases::{LOGS, STOP};
-use super::declared::Capability;
+use super::declared::{Capability, not_shown};
 use super::fixture::{
     Check, Fixture, Notes, Setup, Stop, answered, bref, describe, ensure, fail, failed, skip,
     unproven,
@@ -85,7 +85,7 @@ async fn case_logs(
     // chose, which only running the command makes.
     let line = fx.nonces.finish_line();
     let text = String::from_utf8_lossy(&log);
-    if text.lines().any(|l| l.trim_end() == line) {
+    if holds_line(&text, &line) {
         return Ok(());
     }
     let said = format!(
@@ -94,15 +94,13 @@ async fn case_logs(
         log.len(),
         excerpt(&text)
     );
-    Err(match fx.simulated() {
-        Some(why) => unproven(format!(
-            "logs: declared; {said}; the runner declares this runtime simulated: {why}"
-        )),
-        None => fail(format!(
-            "{said}, but the adapter declares `logs: true` in its capabilities: a log is what \
-             the workload printed"
-        )),
-    })
+    Err(not_shown(Capability::Logs, &said, fx.simulated()))
+}
+
+/// Whether `log` has `line` as one of its lines (a runtime may end lines
+/// with `\r\n`).
+fn holds_line(log: &str, line: &str) -> bool {
+    log.lines().any(|l| l.trim_end() == line)
 }
 
 /// The start of a log, for a message: `: "…"`, or nothing when empty.
@@ -335,4 +333,26 @@ async fn finished(fx: &Fixture<'_>, app: &str, seen: ObservedBundle) -> Check<Ob
         describe(&seen)
     );
     Ok(seen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plans::{Nonces, finisher};
+
+    #[test]
+    fn a_log_proves_the_finisher_ran_only_with_the_line_its_command_printed() {
+        let nonces = Nonces::random();
+        let line = nonces.finish_line();
+        // What the real node's workload printed.
+        assert!(holds_line(&format!("{line}\n"), &line));
+        assert!(holds_line(&format!("starting\r\n{line}\r\n"), &line));
+        // Liars and simulators: a fixed line, the command echoed back, another run's number.
+        assert!(!holds_line("conformance: finished\n", &line));
+        assert!(!holds_line("kwok: the same log for every pod\n", &line));
+        let script = &finisher("busybox", &nonces).command[2];
+        assert!(!holds_line(&format!("{script}\n"), &line), "{script}");
+        assert!(!holds_line(&format!("{line}0\n"), &line));
+        assert!(!holds_line("", &line));
+    }
 }

@@ -11,8 +11,8 @@ use pando_host::CallError;
 use pando_host::streams::ByteStream;
 use pando_host::types::{Error as AdapterError, ExecRequest, RunRequest};
 
-use super::declared::Capability;
-use super::fixture::{Check, Fixture, Notes, answered, ensure, fail, failed, unproven};
+use super::declared::{Capability, not_shown};
+use super::fixture::{Check, Fixture, Notes, answered, ensure, fail, failed};
 use super::plans::{SERVER, WORKLOAD_FILE, wref};
 
 /// The most output a session's stream is read to.
@@ -48,16 +48,7 @@ fn ran_in_the_workload(
          which `{SERVER}`'s own command wrote with a number this run chose, so the command \
          did not run in that workload"
     );
-    Err(match fx.simulated() {
-        Some(why) => unproven(format!(
-            "{}: declared; {said}; the runner declares this runtime simulated: {why}",
-            cap.name()
-        )),
-        None => fail(format!(
-            "{said}, but the adapter declares `{}: true` in its capabilities",
-            cap.name()
-        )),
-    })
+    Err(not_shown(cap, &said, fx.simulated()))
 }
 
 /// A stream to its end, within the settle timeout.
