@@ -210,6 +210,68 @@ async fn the_kubernetes_adapter_passes_every_case_kwok_can_show() {
     }
 }
 
+/// KWOK with the workload ended from outside, but not declared simulated: to the suite, an
+/// adapter whose logs answer a fixed line no workload printed (KWOK serves every pod the same
+/// log), whose exec runs somewhere other than the workload (KWOK's runs on its own machine) and
+/// whose trial reports sockets the workload never opened. The liar the suite must catch.
+struct KwokUndeclared;
+
+impl Environment for KwokUndeclared {
+    fn finish_workload<'a>(
+        &'a self,
+        workload: &'a WorkloadRef,
+        code: i32,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Kwok.finish_workload(workload, code)
+    }
+}
+
+#[tokio::test]
+async fn r254_logs_exec_run_and_a_trial_that_are_not_the_workloads_fail_naming_the_declaration() {
+    let target = kubernetes_target().await;
+    let options = Options {
+        only: vec![
+            "C-CAP-03".into(),
+            "C-EXEC-01".into(),
+            "C-RUN-01".into(),
+            "C-LOGS-01".into(),
+        ],
+        environment: Some(Arc::new(KwokUndeclared)),
+        ..Options::default()
+    };
+    let report = run(&target, &options).await;
+    for (id, capability, lie) in [
+        (
+            "C-CAP-03",
+            "trial",
+            "not exactly the one socket its command listens on (8080/tcp)",
+        ),
+        (
+            "C-EXEC-01",
+            "exec",
+            "so the command did not run in that workload",
+        ),
+        (
+            "C-RUN-01",
+            "run",
+            "so the command did not run in that workload",
+        ),
+        (
+            "C-LOGS-01",
+            "logs",
+            "does not hold the line its command printed",
+        ),
+    ] {
+        let case = report.case(id).unwrap_or_else(|| panic!("{id} ran"));
+        let declared = format!("but the adapter declares `{capability}: true` in its capabilities");
+        assert!(
+            matches!(&case.outcome, Outcome::Fail(why) if why.contains(lie) && why.contains(&declared)),
+            "{}",
+            case.line()
+        );
+    }
+}
+
 /// The test adapter, configured with `config`, no grants: no runtime.
 /// C-INFO-03 on KWOK, where the Kubernetes adapter's health check answers `unavailable` (no pod
 /// network for its canary), run with `environment`.
