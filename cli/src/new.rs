@@ -286,7 +286,7 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
         "target/wasm32-wasip2/release/{}.wasm",
         name.replace('-', "_")
     );
-    let (sdk_line, cluster, kubeconfig, simulated) = match sdk {
+    let (sdk_line, cluster, kubeconfig, image) = match sdk {
         SdkSource::Path(p) => {
             let root = p.parent().unwrap_or(p).display().to_string();
             (
@@ -298,8 +298,8 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
                 ),
                 format!("{root}/scripts/cluster exec -- "),
                 format!("{root}/target/test-cluster/admin.kubeconfig"),
-                // The template's pods land on the test cluster's KWOK nodes.
-                " --simulated 'KWOK nodes run no containers'",
+                // The real node runs only the images it holds.
+                " \\\n    --image pando.test/busybox:1",
             )
         }
         SdkSource::Version(v) => (
@@ -339,17 +339,19 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
          ```sh\n\
          pando-host inspect {wasm} --grants grants.yaml\n\
          {cluster}pando-host conformance {wasm} \\\n    \
-         --grants grants.yaml --config config.yaml --kubeconfig {kubeconfig}{simulated}\n\
+         --grants grants.yaml --config config.yaml --kubeconfig {kubeconfig}{image}\n\
          ```\n\n\
          On Pando's test cluster (`scripts/cluster up` in the checkout) the commands run in its \
          network namespace, as above, with its admin kubeconfig: its `pando.kubeconfig` is the \
          Kubernetes adapter's least-privilege identity, which reaches inside a namespace only \
          through the RoleBinding that adapter makes there, and this one makes none. Against a \
          cluster of your own, leave out the `scripts/cluster exec --` and give your kubeconfig.\n\n\
-         `--simulated REASON` declares the runtime simulated: the test cluster's KWOK nodes, \
-         where this adapter's pods land, run no containers, so a workload's command never runs \
-         and the cases that need one skip (or, for a declared capability, are unproven) with \
-         that reason; leave it out on a cluster that runs containers, where the same wait fails.\n\n\
+         `config.yaml` names the test cluster's RuntimeClass `pando-real-node` (`runtime_class`, \
+         granted in `grants.yaml` under `objects.pods`): it puts the pods on the cluster's real \
+         node, which runs their containers, so the suite proves what the adapter declares by what \
+         its workloads did. That node pulls nothing from outside: `--image pando.test/busybox:1` \
+         is its own busybox. On another cluster remove `runtime_class` (or name a RuntimeClass \
+         of that cluster's, and grant it) and leave out `--image`.\n\n\
          Exit 0: no case failed and every declared capability was proven; 3: a declared \
          capability could not be proven here. The summary counts passes, failures and skips; `--only \
          'C-APPLY-*'` reruns a few cases. A call the grants refuse fails `denied`, naming the \

@@ -37,6 +37,8 @@ const PULL_SECRET: &str = "pando-pull";
 pub struct Template {
     cluster_domain: String,
     volume_size_bytes: u64,
+    /// The RuntimeClass of the app's pods; `None`: the cluster's default.
+    runtime_class: Option<String>,
 }
 
 impl Adapter for Template {
@@ -52,7 +54,8 @@ impl Adapter for Template {
                 "additionalProperties": false,
                 "properties": {
                     "cluster_domain": {"type": "string", "default": "cluster.local"},
-                    "volume_size_bytes": {"type": "integer", "minimum": 1, "default": 1073741824u64}
+                    "volume_size_bytes": {"type": "integer", "minimum": 1, "default": 1073741824u64},
+                    "runtime_class": {"type": "string", "description": "the RuntimeClass the app's pods run under; unset: the cluster's default"}
                 }
             })
             .to_string(),
@@ -82,14 +85,26 @@ impl Adapter for Template {
                 ))
             })?,
         };
+        let runtime_class = match take("runtime_class") {
+            None => None,
+            Some(Value::String(s)) if is_subdomain(&s) => Some(s),
+            Some(other) => {
+                return Err(error::invalid(format!(
+                    "configuration field `runtime_class` must name a RuntimeClass (a DNS \
+                     subdomain: `pando-real-node`), not {other}"
+                )));
+            }
+        };
         if let Some(unknown) = fields.keys().next() {
             return Err(error::invalid(format!(
-                "configuration field `{unknown}` is not known; allowed: cluster_domain, volume_size_bytes"
+                "configuration field `{unknown}` is not known; allowed: cluster_domain, \
+                 volume_size_bytes, runtime_class"
             )));
         }
         Ok(Template {
             cluster_domain,
             volume_size_bytes,
+            runtime_class,
         })
     }
 
@@ -181,7 +196,7 @@ impl Adapter for Template {
             // A pod's spec cannot change: compare a hash of what we would
             // write with the one we wrote, and replace the pod only if they
             // differ. Same hash: nothing is written, nothing restarts.
-            let spec = pod_spec(w, &plan);
+            let spec = pod_spec(w, &plan, self.runtime_class.as_deref());
             let hash = format!("{:016x}", fnv1a(spec.to_string().as_bytes()));
             if let Some(existing) = pods.get_opt(&w.name)? {
                 if existing.annotations().get(HASH) == Some(&hash)

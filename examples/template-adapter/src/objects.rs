@@ -34,16 +34,25 @@ pub(crate) fn from_json<K: DeserializeOwned>(object: Value) -> Result<K, Error> 
     serde_json::from_value(object).map_err(|e| Error::Internal(format!("building an object: {e}")))
 }
 
-/// A Kubernetes name: a DNS label.
-pub(crate) fn check_name(what: &str, name: &str) -> Result<(), Error> {
-    let ok = !name.is_empty()
+/// A DNS label: most Kubernetes names.
+pub(crate) fn is_label(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 63
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
-        && !name.ends_with('-');
-    if ok {
+        && !name.ends_with('-')
+}
+
+/// A DNS subdomain (a RuntimeClass's name): DNS labels joined by dots.
+pub(crate) fn is_subdomain(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_label)
+}
+
+/// `invalid`, naming `what`, unless `name` is a DNS label.
+pub(crate) fn check_name(what: &str, name: &str) -> Result<(), Error> {
+    if is_label(name) {
         Ok(())
     } else {
         Err(error::invalid(format!(
@@ -88,9 +97,10 @@ pub(crate) fn check_plan(plan: &BundlePlan) -> Result<(), Error> {
     Ok(())
 }
 
-/// The pod spec for one workload. Bare pods, never restarted: a finished
-/// workload stays finished, with its log (the reconciler decides what next).
-pub(crate) fn pod_spec(w: &WorkloadSpec, plan: &BundlePlan) -> Value {
+/// The pod spec for one workload, under `runtime_class` when given. Bare
+/// pods, never restarted: a finished workload stays finished, with its log
+/// (the reconciler decides what next).
+pub(crate) fn pod_spec(w: &WorkloadSpec, plan: &BundlePlan, runtime_class: Option<&str>) -> Value {
     let image = match &w.digest {
         Some(digest) => format!("{}@{digest}", w.image.split('@').next().unwrap_or_default()),
         None => w.image.clone(),
@@ -131,6 +141,11 @@ pub(crate) fn pod_spec(w: &WorkloadSpec, plan: &BundlePlan) -> Value {
     });
     if !plan.pull_credentials.is_empty() {
         spec["imagePullSecrets"] = json!([{"name": PULL_SECRET}]);
+    }
+    // Where the pod runs: the RuntimeClass's admission adds its node
+    // selector and tolerations, so the adapter writes neither.
+    if let Some(class) = runtime_class {
+        spec["runtimeClassName"] = json!(class);
     }
     spec
 }
@@ -221,7 +236,9 @@ pub(crate) fn add(to: &mut Resources, r: &Resources) {
 
 /// Per node: its name, allocatable resources, and what is left once
 /// Pando's active pods (other than `except`'s) are counted.
-pub(crate) fn free_by_node(except: Option<&str>) -> Result<Vec<(String, Resources, Resources)>, Error> {
+pub(crate) fn free_by_node(
+    except: Option<&str>,
+) -> Result<Vec<(String, Resources, Resources)>, Error> {
     let pods = Api::<Pod>::all().list(&ours())?.items;
     let mut out = vec![];
     for node in Api::<Node>::all().list(&ListParams::default())?.items {
@@ -302,5 +319,67 @@ mod tests {
             check_name("x", "Not_A_Name!"),
             Err(Error::Invalid(_))
         ));
+        assert!(is_subdomain("pando-real-node") && is_subdomain("gvisor.example.com"));
+        assert!(!is_subdomain("") && !is_subdomain("a..b") && !is_subdomain("Kata"));
+    }
+
+    fn one_workload_plan() -> BundlePlan {
+        let small = Resources {
+            cpu_millis: 10,
+            memory_bytes: 1 << 20,
+        };
+        BundlePlan {
+            id: "shop".into(),
+            revision: "1".into(),
+            workloads: vec![WorkloadSpec {
+                name: "web".into(),
+                image: "busybox:1.36".into(),
+                digest: None,
+                command: vec![],
+                args: vec![],
+                env: vec![],
+                ports: vec![],
+                resources: ResourceRequirements {
+                    requests: small,
+                    limits: None,
+                },
+                mounts: vec![],
+            }],
+            volumes: vec![],
+            network: NetworkRules {
+                egress: EgressPolicy::Open,
+            },
+            pull_credentials: vec![],
+        }
+    }
+
+    /// `runtime_class` reaches the pod, and only when configured; no pod
+    /// mounts a token either way.
+    #[test]
+    fn the_configured_runtime_class_is_the_pods() {
+        let plan = one_workload_plan();
+        let configured = Template::configure(r#"{"runtime_class": "pando-real-node"}"#)
+            .unwrap_or_else(|e| panic!("refused: {e:?}"));
+        let class = configured.runtime_class.as_deref();
+        let spec = pod_spec(&plan.workloads[0], &plan, class);
+        assert_eq!(spec["runtimeClassName"], "pando-real-node");
+        assert_eq!(spec["automountServiceAccountToken"], false);
+
+        let default = Template::configure("").unwrap_or_else(|e| panic!("refused: {e:?}"));
+        let spec = pod_spec(&plan.workloads[0], &plan, default.runtime_class.as_deref());
+        assert!(spec.get("runtimeClassName").is_none(), "{spec}");
+        assert_eq!(spec["automountServiceAccountToken"], false);
+    }
+
+    #[test]
+    fn a_bad_runtime_class_is_refused_naming_the_field() {
+        for bad in [r#""""#, r#""Real_Node""#, "3"] {
+            let config = format!(r#"{{"runtime_class": {bad}}}"#);
+            match Template::configure(&config) {
+                Err(Error::Invalid(m)) => assert!(m.contains("`runtime_class`"), "{m}"),
+                Err(e) => panic!("{config}: {e:?}"),
+                Ok(_) => panic!("{config} was taken"),
+            }
+        }
     }
 }
