@@ -2,7 +2,7 @@
 //! `health-check`.
 
 use super::cases::{CAPABILITIES, HEALTH, INFO};
-use super::fixture::{Check, Fixture, ensure, fail, failed, skip};
+use super::fixture::{Check, Fixture, ensure, fail, failed, skip, unmeasured_note};
 use pando_host::CallError;
 use pando_host::types::Error as AdapterError;
 
@@ -45,8 +45,22 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
         .as_ref()
         .and_then(|env| env.health_unknowable());
     fx.case(&HEALTH, async |fx, notes| {
-        match fx.adapter.health_check(&fx.ctx()).await {
+        let (verdict, sent) = fx.measured(fx.adapter.health_check(&fx.ctx())).await;
+        match verdict {
             Ok(()) => {
+                // A healthy verdict that asked the runtime nothing says
+                // nothing of it (an `Ok(())` that was never a check).
+                match sent {
+                    Some(sent) => {
+                        ensure!(
+                            sent.total() > 0,
+                            "health-check answered healthy without a single request to the \
+                             runtime: a verdict on the runtime must look at it"
+                        );
+                        notes.push(format!("the health check sent: {sent}"));
+                    }
+                    None => notes.push(unmeasured_note()),
+                }
                 // What a pass shows, and what it cannot: the suite cannot
                 // break the runtime to see the check fail.
                 notes.push(
