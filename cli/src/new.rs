@@ -2,7 +2,7 @@
 //! template adapter (`examples/template-adapter`, compiled into the binary),
 //! ready for a plain `cargo build` and a conformance run: its own toolchain
 //! pin, a `.cargo/config.toml` building for `wasm32-wasip2`, the SDK
-//! dependency, grants, configuration and a README with the commands.
+//! dependency, grants, configuration, a plan and a README with the commands.
 
 use std::path::{Path, PathBuf};
 
@@ -10,11 +10,12 @@ use clap::Args;
 
 use crate::failure::{Failure, Outcome};
 
-/// The template's source, grants, configuration and lock file.
+/// The template's source, grants, configuration, plan and lock file.
 const TEMPLATE_LIB: &str = include_str!("../../examples/template-adapter/src/lib.rs");
 const TEMPLATE_OBJECTS: &str = include_str!("../../examples/template-adapter/src/objects.rs");
 const TEMPLATE_GRANTS: &str = include_str!("../../examples/template-adapter/grants.yaml");
 const TEMPLATE_CONFIG: &str = include_str!("../../examples/template-adapter/config.yaml");
+const TEMPLATE_PLAN: &str = include_str!("../../examples/template-adapter/plan.yaml");
 const TEMPLATE_LOCK: &str = include_str!("../../examples/template-adapter/Cargo.lock");
 /// The workspace's toolchain pin, whose channel the new crate gets.
 const WORKSPACE_TOOLCHAIN: &str = include_str!("../../rust-toolchain.toml");
@@ -326,6 +327,7 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
          | `src/objects.rs` | what it makes and reads, as pure functions, with their unit tests |\n\
          | `grants.yaml` | what it may reach in Kubernetes through the host (deny by default) |\n\
          | `config.yaml` | its configuration |\n\
+         | `plan.yaml` | an app to apply: one workload serving HTTP |\n\
          | `rust-toolchain.toml` | the Rust toolchain Pando is tested with, with `wasm32-wasip2` |\n\
          | `.cargo/config.toml` | builds for `wasm32-wasip2` by default |\n\
          | `Cargo.lock` | the versions Pando's template is tested with |\n\n\
@@ -381,7 +383,7 @@ pub fn new(args: &NewArgs) -> Outcome {
         )));
     }
     let sdk = SdkSource::find();
-    let files: [(&str, String); 10] = [
+    let files: [(&str, String); 11] = [
         ("Cargo.toml", cargo_toml(&args.name, &sdk)),
         ("Cargo.lock", cargo_lock(&args.name)),
         ("rust-toolchain.toml", toolchain()),
@@ -391,6 +393,7 @@ pub fn new(args: &NewArgs) -> Outcome {
         ("src/objects.rs", TEMPLATE_OBJECTS.to_string()),
         ("grants.yaml", TEMPLATE_GRANTS.to_string()),
         ("config.yaml", TEMPLATE_CONFIG.to_string()),
+        ("plan.yaml", TEMPLATE_PLAN.to_string()),
         ("README.md", readme(&args.name, &sdk)),
     ];
     for (path, text) in &files {

@@ -93,6 +93,8 @@ fn new_refuses_a_bad_name_and_a_non_empty_directory_naming_the_fix() {
     assert!(read("README.md").contains("**by path**"));
     assert!(read("README.md").contains("cargo build --release"));
     assert!(read("src/lib.rs").contains("export_adapter!(MyAdapter);"));
+    assert!(read("config.yaml").contains("\nruntime_class: pando-real-node\n"));
+    assert!(read("plan.yaml").contains("image: pando.test/busybox:1"));
 }
 
 /// `scripts/pando-host` may run a binary cached from another clone; it names its own
@@ -172,8 +174,8 @@ fn cargo_in(dir: &Path) -> Command {
 
 /// The whole path: `new`, `cargo build --release`, `conformance` on the
 /// test cluster's real node, as the template's config.yaml places its pods
-/// (every case passes: none skipped, none unproven), then a denial and the
-/// grants report's text form.
+/// (every case passes: none skipped, none unproven), its `plan.yaml` applied
+/// and destroyed, then a denial and the grants report's text form.
 #[test]
 fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
     let kubeconfig = admin_kubeconfig();
@@ -246,6 +248,67 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
         );
     }
 
+    // The plan `new` wrote, under its own grants and configuration, as
+    // docs/authoring.md applies it (under an id of this test's own): its
+    // workload runs, and destroy removes it.
+    let plan = dir.path().join("plan.yaml");
+    let text = std::fs::read_to_string(krate.join("plan.yaml")).expect("the plan");
+    assert!(text.contains("\nid: hello\n"), "{text}");
+    std::fs::write(
+        &plan,
+        text.replace("\nid: hello\n", "\nid: first-adapter\n"),
+    )
+    .expect("a plan");
+    let own = || {
+        let mut cmd = pando_host(&cache);
+        cmd.current_dir(&krate).arg("--adapter").arg(&wasm);
+        cmd.args([
+            "--grants",
+            "grants.yaml",
+            "--config",
+            "config.yaml",
+            "--kubeconfig",
+        ]);
+        cmd.arg(&kubeconfig);
+        cmd
+    };
+    let o = own()
+        .arg("apply")
+        .arg(&plan)
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).contains("applied first-adapter"),
+        "{}",
+        stdout(&o)
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let o = own()
+            .args(["observe", "first-adapter"])
+            .output()
+            .expect("pando-host runs");
+        assert_exit(&o, 0);
+        let running = stdout(&o)
+            .lines()
+            .any(|l| l.split_whitespace().take(2).eq(["web", "Running"]));
+        if running {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "`web` is not running after 90 s:\n{}",
+            stdout(&o)
+        );
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    let o = own()
+        .args(["destroy", "first-adapter", "--volumes"])
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 0);
+
     // Grants without the namespaces: the denial proposes Pando's app
     // pattern, once, and the text report lists it with the unused rule.
     let narrow = dir.path().join("narrow.yaml");
@@ -269,7 +332,7 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
             "text",
             "apply",
         ])
-        .arg(repo_root().join("examples/hello.yaml"))
+        .arg(&plan)
         .output()
         .expect("pando-host runs");
     assert_exit(&o, 1);
@@ -281,7 +344,7 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
         .unwrap_or_else(|| panic!("no error line: {err}"));
     assert_eq!(error_line.matches(rule).count(), 1, "{error_line}");
     assert!(
-        !error_line.contains("names: [\"pando-hello\"]"),
+        !error_line.contains("names: [\"pando-first-adapter\"]"),
         "{error_line}"
     );
     assert!(
