@@ -198,6 +198,23 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
     let wasm = repo_root().join("target/pando-new-test/wasm32-wasip2/release/first_adapter.wasm");
     assert!(wasm.is_file(), "{} was not built", wasm.display());
 
+    // Its unit tests, natively, as its README says: the template's pure
+    // functions, copied as they are beside the renamed `lib.rs`.
+    let rustc = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc runs");
+    let host = String::from_utf8_lossy(&rustc.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .expect("rustc names its host");
+    let o = cargo_in(&krate)
+        .args(["test", "--quiet", "--target", &host])
+        .output()
+        .expect("cargo runs");
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("test result: ok."), "{}", stdout(&o));
+
     let o = pando_host(&cache)
         .current_dir(&krate)
         .arg("conformance")

@@ -85,16 +85,7 @@ impl Adapter for Template {
                 ))
             })?,
         };
-        let runtime_class = match take("runtime_class") {
-            None => None,
-            Some(Value::String(s)) if is_subdomain(&s) => Some(s),
-            Some(other) => {
-                return Err(error::invalid(format!(
-                    "configuration field `runtime_class` must name a RuntimeClass (a DNS \
-                     subdomain: `pando-real-node`), not {other}"
-                )));
-            }
-        };
+        let runtime_class = runtime_class(take("runtime_class"))?;
         if let Some(unknown) = fields.keys().next() {
             return Err(error::invalid(format!(
                 "configuration field `{unknown}` is not known; allowed: cluster_domain, \

@@ -50,6 +50,18 @@ pub(crate) fn is_subdomain(name: &str) -> bool {
     name.len() <= 253 && name.split('.').all(is_label)
 }
 
+/// The configuration's `runtime_class`: unset, or a RuntimeClass's name.
+pub(crate) fn runtime_class(value: Option<Value>) -> Result<Option<String>, Error> {
+    match value {
+        None => Ok(None),
+        Some(Value::String(s)) if is_subdomain(&s) => Ok(Some(s)),
+        Some(other) => Err(error::invalid(format!(
+            "configuration field `runtime_class` must name a RuntimeClass (a DNS subdomain: \
+             `pando-real-node`), not {other}"
+        ))),
+    }
+}
+
 /// `invalid`, naming `what`, unless `name` is a DNS label.
 pub(crate) fn check_name(what: &str, name: &str) -> Result<(), Error> {
     if is_label(name) {
@@ -353,32 +365,29 @@ mod tests {
         }
     }
 
-    /// `runtime_class` reaches the pod, and only when configured; no pod
-    /// mounts a token either way.
+    /// The configured `runtime_class` reaches the pod, and only when
+    /// configured; no pod mounts a token either way.
     #[test]
     fn the_configured_runtime_class_is_the_pods() {
         let plan = one_workload_plan();
-        let configured = Template::configure(r#"{"runtime_class": "pando-real-node"}"#)
+        let class = runtime_class(Some(json!("pando-real-node")))
             .unwrap_or_else(|e| panic!("refused: {e:?}"));
-        let class = configured.runtime_class.as_deref();
-        let spec = pod_spec(&plan.workloads[0], &plan, class);
+        let spec = pod_spec(&plan.workloads[0], &plan, class.as_deref());
         assert_eq!(spec["runtimeClassName"], "pando-real-node");
         assert_eq!(spec["automountServiceAccountToken"], false);
 
-        let default = Template::configure("").unwrap_or_else(|e| panic!("refused: {e:?}"));
-        let spec = pod_spec(&plan.workloads[0], &plan, default.runtime_class.as_deref());
+        let unset = runtime_class(None).unwrap_or_else(|e| panic!("refused: {e:?}"));
+        let spec = pod_spec(&plan.workloads[0], &plan, unset.as_deref());
         assert!(spec.get("runtimeClassName").is_none(), "{spec}");
         assert_eq!(spec["automountServiceAccountToken"], false);
     }
 
     #[test]
     fn a_bad_runtime_class_is_refused_naming_the_field() {
-        for bad in [r#""""#, r#""Real_Node""#, "3"] {
-            let config = format!(r#"{{"runtime_class": {bad}}}"#);
-            match Template::configure(&config) {
+        for bad in [json!(""), json!("Real_Node"), json!(3)] {
+            match runtime_class(Some(bad.clone())) {
                 Err(Error::Invalid(m)) => assert!(m.contains("`runtime_class`"), "{m}"),
-                Err(e) => panic!("{config}: {e:?}"),
-                Ok(_) => panic!("{config} was taken"),
+                other => panic!("{bad}: {other:?}"),
             }
         }
     }
