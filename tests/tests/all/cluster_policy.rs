@@ -48,6 +48,11 @@ fn pod(name: &str, spec: Value) -> Value {
             }
         }
     }
+    // The adapter's pods never mount a token (`pods.service-account-token`); a test about
+    // tokens sets the field itself.
+    if spec.get("automountServiceAccountToken").is_none() {
+        spec["automountServiceAccountToken"] = json!(false);
+    }
     json!({ "apiVersion": "v1", "kind": "Pod", "metadata": { "name": name }, "spec": spec })
 }
 

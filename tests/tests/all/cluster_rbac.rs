@@ -73,7 +73,7 @@ async fn create_once_the_limit_range_is_gone(pods: &Api<Pod>, pod: Value) -> Opt
 
 /// A pod with a memory limit and requests (what a namespace's quota asks of it).
 fn bare_pod(name: &str) -> Value {
-    json!({ "metadata": { "name": name }, "spec": { "containers": [{
+    json!({ "metadata": { "name": name }, "spec": { "automountServiceAccountToken": false, "containers": [{
         "name": "main", "image": "registry.invalid/pando/test:1",
         "resources": { "limits": { "memory": "64Mi" },
                        "requests": { "cpu": "10m", "memory": "16Mi" } } }] } })
@@ -333,7 +333,8 @@ async fn quotas_and_limit_ranges_stay_under_the_ceiling_and_pods_carry_memory_li
         .await
         .expect("the test's LimitRange goes");
     let pods = Api::<Pod>::namespaced(c.clone(), &ns.name);
-    let unbounded = json!({ "metadata": { "name": "unbounded" }, "spec": { "containers": [{
+    let unbounded = json!({ "metadata": { "name": "unbounded" }, "spec": {
+        "automountServiceAccountToken": false, "containers": [{
         "name": "main", "image": "registry.invalid/pando/test:1" }] } });
     policy_refused(
         create_once_the_limit_range_is_gone(&pods, unbounded).await,

@@ -75,6 +75,9 @@ fn bare_pod(name: &str, labels: &[(&str, &str)], annotations: &[(&str, &str)]) -
         },
         spec: Some(PodSpec {
             restart_policy: Some("Never".to_owned()),
+            // The adapter's pods never mount a token (the admission policy's
+            // `pods.service-account-token`, which binds `pando`).
+            automount_service_account_token: Some(false),
             containers: vec![Container {
                 name: "main".to_owned(),
                 image: Some("registry.invalid/pando/test:1".to_owned()),
@@ -144,7 +147,7 @@ async fn api_server_reports_the_pinned_kubernetes_version() {
 #[tokio::test]
 async fn pando_identity_creates_a_network_policy_and_a_headless_service_with_endpoints() {
     let (admin, pando) = clients().await;
-    let ns = cluster::create_adapter_namespace(&pando, "cp-net")
+    let ns = cluster::create_adapter_namespace(&pando, "pando-cp-net")
         .await
         .expect("test namespace");
 
@@ -233,7 +236,7 @@ async fn pando_identity_creates_a_network_policy_and_a_headless_service_with_end
 #[tokio::test]
 async fn bare_pod_runs_serves_logs_and_exec_then_fails_with_the_exit_code_a_test_sets() {
     let (_, pando) = clients().await;
-    let ns = cluster::create_adapter_namespace(&pando, "cp-pod")
+    let ns = cluster::create_adapter_namespace(&pando, "pando-cp-pod")
         .await
         .expect("test namespace");
     let pods: Api<Pod> = Api::namespaced(pando.clone(), &ns.name);
@@ -439,7 +442,7 @@ async fn rbac_refuses_the_pando_identity_what_its_role_does_not_grant() {
 #[tokio::test]
 async fn deleting_a_namespace_with_a_running_pod_finishes() {
     let (_, pando) = clients().await;
-    let ns = cluster::create_adapter_namespace(&pando, "cp-del")
+    let ns = cluster::create_adapter_namespace(&pando, "pando-cp-del")
         .await
         .expect("test namespace");
     let pods: Api<Pod> = Api::namespaced(pando.clone(), &ns.name);
@@ -564,7 +567,7 @@ async fn every_cluster_address_is_in_the_network_test_range() {
         }
     }
 
-    let ns = cluster::create_adapter_namespace(&pando, "cp-net")
+    let ns = cluster::create_adapter_namespace(&pando, "pando-cp-net")
         .await
         .expect("test namespace");
     let pods: Api<Pod> = Api::namespaced(pando.clone(), &ns.name);
