@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use pando_host::types::{BundlePlan, EgressPolicy, Protocol};
+use pando_host::types::{BundlePlan, EgressPolicy, EgressRule, Protocol};
 
 use crate::common::{Cli, assert_exit, interrupt, repo_root, stderr, stdout, test_adapter};
 
@@ -110,24 +110,32 @@ fn the_hello_example_parses_into_a_bundle_plan() {
     let web = &plan.workloads[0];
     assert_eq!(
         (web.name.as_str(), web.image.as_str()),
-        ("web", "nginx:1.27")
+        ("web", "pando.test/server:1")
     );
-    assert_eq!(web.ports[0].port, 80);
+    assert_eq!(web.ports[0].port, 8080);
     assert_eq!(web.ports[0].protocol, Protocol::Tcp);
     assert!(!web.env.is_empty());
     assert_eq!(web.resources.requests.cpu_millis, 100);
     assert_eq!(web.resources.requests.memory_bytes, 64 << 20);
     let worker = &plan.workloads[1];
-    assert_eq!(worker.image, "busybox:1.36");
-    assert_eq!(
-        worker.command,
-        ["sh", "-c", "while true; do date; sleep 5; done"]
+    assert_eq!(worker.image, "pando.test/busybox:1");
+    assert_eq!(worker.command[..2], ["sh", "-c"]);
+    assert!(
+        worker.command[2].contains("tee -a /data/ticks"),
+        "the folded script is one argument: {:?}",
+        worker.command
     );
     assert_eq!(worker.mounts[0].volume, "data");
     assert_eq!(worker.mounts[0].path, "/data");
     assert_eq!(plan.volumes[0].name, "data");
     assert_eq!(plan.volumes[0].size_bytes, Some(1 << 30));
-    assert_eq!(plan.network.egress, EgressPolicy::Open);
+    assert_eq!(
+        plan.network.egress,
+        EgressPolicy::Restricted(vec![EgressRule {
+            destination: "allowed.outside.test".into(),
+            ports: vec![80],
+        }])
+    );
     assert!(plan.pull_credentials.is_empty());
 }
 
