@@ -232,7 +232,7 @@ pub async fn connects(client: &Client, ns: &str, from: &str, host: &str, port: u
 pub fn outside_reaches(url: &str) -> bool {
     let netns = crate::net::netns_path().expect("the cluster's namespace");
     let outside = format!("{}-out", netns.display());
-    let status = std::process::Command::new("nsenter")
+    let out = std::process::Command::new("nsenter")
         .arg(format!("--net={outside}"))
         .args([
             "timeout",
@@ -244,24 +244,42 @@ pub fn outside_reaches(url: &str) -> bool {
             "/dev/null",
             url,
         ])
-        .status()
+        .output()
         .expect("running wget in the outside host's namespace");
-    status.success()
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // An HTTP error status is an answer: something reached the server.
+    if out.status.success() || stderr.contains("server returned error") {
+        return true;
+    }
+    // Unreachable is wget's own failure to connect, or `timeout` ending it (124); anything else
+    // (nsenter without the namespace, no busybox) is the check failing, which must not read as
+    // "refused".
+    assert!(
+        out.status.code() == Some(124) || stderr.trim_start().starts_with("wget: "),
+        "the outside host's check of {url} failed by itself (status {:?}), not by the network: {stderr}",
+        out.status.code()
+    );
+    false
 }
 
 /// The `kubernetes` Service (the API server, through kube-proxy).
 pub const KUBERNETES_SERVICE: (&str, u16) = ("198.19.0.1", 443);
 
-/// The grants the Kubernetes adapter ships with, less narrow by one thing: its pods may name
-/// [`RUNTIME_CLASS`], the test cluster's class for the real node (the host's object policy allows
-/// only the runtime classes the grants list).
+/// The grants the Kubernetes adapter ships with, which name [`RUNTIME_CLASS`] among the runtime
+/// classes its pods may use (the host's object policy allows only the ones the grants list); a
+/// test that the shipped list ever loses it fails here, not in a pod that never starts.
 pub fn grants() -> pando_host::Grants {
-    let mut grants = crate::kubernetes_adapter::grants();
-    if let Some(k) = grants.kubernetes.as_mut() {
-        for rule in &mut k.objects.pods {
-            rule.runtime_classes.push(RUNTIME_CLASS.into());
-        }
-    }
+    let grants = crate::kubernetes_adapter::grants();
+    let lists_it = grants.kubernetes.as_ref().is_some_and(|k| {
+        k.objects
+            .pods
+            .iter()
+            .all(|rule| rule.runtime_classes.iter().any(|c| c == RUNTIME_CLASS))
+    });
+    assert!(
+        lists_it,
+        "deploy/grants/kubernetes.yaml lets every pod rule use the runtime class {RUNTIME_CLASS}"
+    );
     grants
 }
 

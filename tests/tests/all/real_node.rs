@@ -69,6 +69,13 @@ async fn the_real_node_runs_containers_on_its_own_pod_network() {
     );
     // No route off the machine from a pod either: only 198.18.0.0/15 through the bridge.
     let routes = node::sh(&admin, &ns.name, "probe", "ip route").await;
+    // The pod's own subnet is there (the check read the table, not an empty answer) …
+    assert!(
+        routes.contains(node::POD_SUBNET),
+        "the pod's routes name its subnet {}: {routes:?}",
+        node::POD_SUBNET
+    );
+    // … and nothing leads off the machine.
     assert!(
         !routes.contains("default"),
         "no default route in a pod: {routes}"
@@ -391,6 +398,12 @@ async fn r026_nothing_of_an_app_answers_the_outside() {
         || async { node::outside_reaches(&control_url) },
     )
     .await;
+    // And the app's server answers, from inside its own pod: unreachable below is the policy's.
+    let web_name = web.metadata.name.clone().unwrap_or_default();
+    node::eventually("the app's web server answers in its own pod", || {
+        node::reaches(&admin, &ns, &web_name, "http://127.0.0.1:8080/")
+    })
+    .await;
     assert!(
         !node::outside_reaches(&format!("http://{}:8080/", node::ip(&web))),
         "nothing of the app answers the outside host (R-026)"
@@ -485,7 +498,18 @@ async fn r097_a_trial_reports_exactly_its_listening_sockets_and_is_unreachable()
     let namespaces = Api::<Namespace>::all(admin.clone());
     let (trial_ns, pod) = node::running_trial(&admin, &app).await;
     let ip = node::ip(&pod);
-    let (control_ns, _) = control(&admin, "node-trial-control").await;
+    let (control_ns, control_ip) = control(&admin, "node-trial-control").await;
+    // The positive controls: the control pod, in a namespace without a policy, is reached by
+    // the outside host and by itself, so both checks below can answer "reached".
+    let control_url = format!("http://{control_ip}:8080/");
+    node::eventually("the outside host reaches the control pod", || async {
+        node::outside_reaches(&control_url)
+    })
+    .await;
+    node::eventually("the control pod reaches itself", || {
+        node::reaches(&admin, &control_ns.name, "control", &control_url)
+    })
+    .await;
     let url = format!("http://{ip}:8080/");
     assert!(
         !node::reaches(&admin, &control_ns.name, "control", &url).await,

@@ -12,7 +12,8 @@ async fn r204_destroy_keeps_volumes_by_default() {
     let mut p = with_volume(plan(&app, &["web"]), "data");
     p.pull_credentials = credentials();
     a.apply(&ctx(), &p).await.expect("apply");
-    a.destroy(&ctx(), &bundle(&app), DestroyOptions { keep_volumes: true })
+    // The default options, as core passes them when nobody asked for the data to go.
+    a.destroy(&ctx(), &bundle(&app), DestroyOptions::default())
         .await
         .expect("destroy");
     let c = admin().await;
