@@ -251,3 +251,107 @@ kubernetes:
     let _ = std::fs::remove_file(&absolute);
     ns.delete().await.expect("cleanup");
 }
+
+/// Why `pods.probe-host` exists, shown on the node (issue 47): a probe that names a `host` is
+/// made by the kubelet from the node's network, where the pod's own NetworkPolicy does not
+/// apply. The admin, whom neither layer binds, makes a pod whose egress is denied; its readiness
+/// probe of "the outside" host still succeeds, and one of a port nothing serves never does, so
+/// readiness here is the kubelet's reach, not the pod's. Both layers refuse such a probe to the
+/// adapter (`kube_objects::escapes::probe_hosts_pull_policy_and_security_contexts_are_refused_by_both_layers`).
+#[tokio::test]
+async fn a_probe_host_is_reached_from_the_node_where_the_pod_itself_cannot_go() {
+    use k8s_openapi::api::core::v1::{HTTPGetAction, Probe};
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    let admin = admin().await;
+    node::require(&admin).await;
+    let ns = cluster::create_test_namespace(&admin, "node-probe-host")
+        .await
+        .expect("a namespace");
+    let deny: NetworkPolicy = serde_json::from_value(json!({
+        "metadata": {"name": "deny-egress"},
+        "spec": {"podSelector": {}, "policyTypes": ["Egress"]},
+    }))
+    .expect("a policy");
+    Api::<NetworkPolicy>::namespaced(admin.clone(), &ns.name)
+        .create(&PostParams::default(), &deny)
+        .await
+        .expect("the namespace's egress denied");
+    let probing = |name: &str, port: i32| {
+        let mut pod = node::shell_pod(name, &[], "exec sleep 2147483647");
+        if let Some(c) = pod.spec.as_mut().and_then(|s| s.containers.first_mut()) {
+            c.readiness_probe = Some(Probe {
+                http_get: Some(HTTPGetAction {
+                    host: Some(node::OUTSIDE_IP.into()),
+                    port: IntOrString::Int(port),
+                    path: Some("/".into()),
+                    ..HTTPGetAction::default()
+                }),
+                period_seconds: Some(1),
+                timeout_seconds: Some(2),
+                ..Probe::default()
+            });
+        }
+        pod
+    };
+    let served = node::run(&admin, &ns.name, probing("served", 80)).await;
+    let unserved = node::run(&admin, &ns.name, probing("unserved", 81)).await;
+    let pods = Api::<Pod>::namespaced(admin.clone(), &ns.name);
+    let ready = |name: &str| {
+        let pods = pods.clone();
+        let name = name.to_string();
+        async move {
+            pods.get(&name)
+                .await
+                .expect("the pod")
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        }
+    };
+    node::eventually(
+        "the kubelet's probe of the outside host succeeds: the pod turns Ready",
+        || ready("served"),
+    )
+    .await;
+    // The pod itself is held in by its namespace's policy (the kubelet is not).
+    let name = served.metadata.name.clone().unwrap_or_default();
+    let url = format!("http://{}/", node::OUTSIDE_IP);
+    assert!(
+        !node::reaches(&admin, &ns.name, &name, &url).await,
+        "the pod's own egress is denied"
+    );
+    // The negative control: the kubelet did probe the port nothing serves (its own warning
+    // says how it failed), and that pod is not Ready.
+    let events = Api::<k8s_openapi::api::core::v1::Event>::namespaced(admin.clone(), &ns.name);
+    let unserved_name = unserved.metadata.name.clone().unwrap_or_default();
+    node::eventually("the kubelet reports the failed probe of port 81", || {
+        let events = events.clone();
+        let name = unserved_name.clone();
+        async move {
+            events
+                .list(
+                    &kube::api::ListParams::default()
+                        .fields(&format!("involvedObject.name={name},reason=Unhealthy")),
+                )
+                .await
+                .expect("events")
+                .items
+                .iter()
+                .any(|e| {
+                    e.message
+                        .as_deref()
+                        .is_some_and(|m| m.contains("Readiness probe failed") && m.contains(":81"))
+                })
+        }
+    })
+    .await;
+    assert!(
+        !ready(&unserved_name).await,
+        "a probe of a port nothing serves leaves the pod not Ready"
+    );
+    ns.delete().await.expect("cleanup");
+}
