@@ -47,7 +47,7 @@ use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
 use pando_adapter_sdk::kube::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use pando_adapter_sdk::kube::{
     Api, ExecParams, KubeError, ListParams, LogParams, PostParams, WatchEnd, WatchEvent,
-    WatchParams,
+    WatchParams, WatchStream,
 };
 use pando_adapter_sdk::kubernetes::{self, ContentType, Method, Request};
 use pando_adapter_sdk::types::{
@@ -368,16 +368,14 @@ fn operation(id: &str) -> Result<String, Error> {
     }
 }
 
-/// `watch:<namespace>:<timeout seconds>:<resource version>`: watches pods in
-/// the namespace from that version (empty: from now) until the watch ends,
-/// and reports how: `closed:<events>:<last version>` when the server closed
-/// it, `expired:<message>` on 410 Gone; a failure is an error.
-fn watch(arg: &str) -> Result<String, Error> {
+/// The pod watch `<namespace>:<timeout seconds>:<resource version>` names,
+/// for the operation `op` (named in the error when `arg` is not that).
+fn pod_watch(arg: &str, op: &str) -> Result<WatchStream<Pod>, Error> {
     let mut parts = arg.splitn(3, ':');
     let (Some(ns), Some(timeout), Some(rv)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(error::invalid(
-            "plan.id: watch:<namespace>:<timeout>:<version>",
-        ));
+        return Err(error::invalid(format!(
+            "plan.id: {op}:<namespace>:<timeout>:<version>"
+        )));
     };
     let timeout: u32 = timeout
         .parse()
@@ -386,7 +384,15 @@ fn watch(arg: &str) -> Result<String, Error> {
         timeout_seconds: Some(timeout),
         ..WatchParams::default()
     };
-    let mut stream = Api::<Pod>::namespaced(ns).watch(&params, rv)?;
+    Ok(Api::<Pod>::namespaced(ns).watch(&params, rv)?)
+}
+
+/// `watch:<namespace>:<timeout seconds>:<resource version>`: watches pods in
+/// the namespace from that version (empty: from now) until the watch ends,
+/// and reports how: `closed:<events>:<last version>` when the server closed
+/// it, `expired:<message>` on 410 Gone; a failure is an error.
+fn watch(arg: &str) -> Result<String, Error> {
+    let mut stream = pod_watch(arg, "watch")?;
     let mut events = 0u32;
     loop {
         match stream.next() {
@@ -408,20 +414,7 @@ fn watch(arg: &str) -> Result<String, Error> {
 /// a JSON array, so that a test sees what a watch delivers (the host's read
 /// masks apply to watch events too).
 fn watch_objects(arg: &str) -> Result<String, Error> {
-    let mut parts = arg.splitn(3, ':');
-    let (Some(ns), Some(timeout), Some(rv)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(error::invalid(
-            "plan.id: watch-objects:<namespace>:<timeout>:<version>",
-        ));
-    };
-    let timeout: u32 = timeout
-        .parse()
-        .map_err(|_| error::invalid(format!("plan.id: {timeout:?} is not a number of seconds")))?;
-    let params = WatchParams {
-        timeout_seconds: Some(timeout),
-        ..WatchParams::default()
-    };
-    let mut stream = Api::<Pod>::namespaced(ns).watch(&params, rv)?;
+    let mut stream = pod_watch(arg, "watch-objects")?;
     let mut pods = Vec::new();
     loop {
         match stream.next() {
