@@ -76,6 +76,25 @@ pub(super) async fn refused_by_both<K>(
     policy_refused(create_as::<K>(pando().await, ns, body).await, policy_rule);
 }
 
+/// The allowed variant of a refused pod, `spec` merged into the adapter's shape: written through
+/// the host (as `fine`), and admitted when sent as `pando` straight to the API server (as
+/// `fine-direct`); `admits` says what the cluster admits, for the failure.
+async fn allowed_by_both(a: &Adapter, ns: &str, spec: Value, admits: &str) {
+    written(
+        send(
+            a,
+            "post",
+            "json",
+            &format!("/api/v1/namespaces/{ns}/pods"),
+            &app_pod("fine", spec.clone()),
+        )
+        .await,
+    );
+    create_as::<Pod>(pando().await, ns, &app_pod("fine-direct", spec))
+        .await
+        .unwrap_or_else(|e| panic!("{admits}: {e:?}"));
+}
+
 fn api_prefix<K: kube::Resource<DynamicType = ()>>() -> String {
     let group = K::group(&());
     let version = K::version(&());
@@ -155,19 +174,13 @@ async fn volumes_the_node_mounts_are_refused_by_the_host_and_the_cluster() {
     let fine = json!({"volumes": [{"name": "a", "emptyDir": {}},
                                   {"name": "b", "projected": {"sources": [{"downwardAPI": {"items": [
                                       {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}]}}]});
-    written(
-        send(
-            &a,
-            "post",
-            "json",
-            &format!("/api/v1/namespaces/{name}/pods"),
-            &app_pod("fine", fine.clone()),
-        )
-        .await,
-    );
-    create_as::<Pod>(pando().await, &name, &app_pod("fine-direct", fine))
-        .await
-        .expect("the cluster admits restricted's volume types");
+    allowed_by_both(
+        &a,
+        &name,
+        fine,
+        "the cluster admits restricted's volume types",
+    )
+    .await;
     ns.delete().await.expect("cleanup");
 }
 
@@ -426,19 +439,7 @@ async fn probe_hosts_pull_policy_and_security_contexts_are_refused_by_both_layer
     let fine = json!({"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                       "containers": [container(json!({"imagePullPolicy": "IfNotPresent",
                           "readinessProbe": {"tcpSocket": {"port": 8080}}}))]});
-    written(
-        send(
-            &a,
-            "post",
-            "json",
-            &format!("/api/v1/namespaces/{name}/pods"),
-            &app_pod("fine", fine.clone()),
-        )
-        .await,
-    );
-    create_as::<Pod>(pando().await, &name, &app_pod("fine-direct", fine))
-        .await
-        .expect("the cluster admits the allowed variants");
+    allowed_by_both(&a, &name, fine, "the cluster admits the allowed variants").await;
     ns.delete().await.expect("cleanup");
 }
 
@@ -538,19 +539,7 @@ async fn placement_tokens_and_namespace_names_are_refused_by_both_layers() {
     // The allowed variant: the volume helper's toleration of a cordoned node.
     let fine = json!({"tolerations": [{"key": "node.kubernetes.io/unschedulable",
                                        "operator": "Exists", "effect": "NoSchedule"}]});
-    written(
-        send(
-            &a,
-            "post",
-            "json",
-            &format!("/api/v1/namespaces/{name}/pods"),
-            &app_pod("fine", fine.clone()),
-        )
-        .await,
-    );
-    create_as::<Pod>(pando().await, &name, &app_pod("fine-direct", fine))
-        .await
-        .expect("the cluster admits the granted toleration");
+    allowed_by_both(&a, &name, fine, "the cluster admits the granted toleration").await;
 
     // A namespace outside Pando's: the grants name only `pando-*` (the host's denial), and
     // RBAC's cluster-wide create cannot name it (the policy's `namespaces.name`).
