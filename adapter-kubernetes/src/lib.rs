@@ -99,7 +99,7 @@ use trial::snapshot;
 
 use pando_adapter_sdk::Adapter;
 use pando_adapter_sdk::error::{self, ErrorExt};
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "export"))]
 use pando_adapter_sdk::export_adapter;
 use pando_adapter_sdk::kube::k8s_openapi::api::node::v1::RuntimeClass;
 use pando_adapter_sdk::kube::{Api, KubeError};
@@ -405,8 +405,9 @@ impl Adapter for KubernetesAdapter {
 
 // The component's exports. Only for wasm32: their names (`pando:runtime/…`)
 // are not symbols a native linker accepts, and the native build exists for
-// the unit tests.
-#[cfg(target_arch = "wasm32")]
+// the unit tests. Without the `export` feature, for a component that exports
+// an adapter of its own built on these modules.
+#[cfg(all(target_arch = "wasm32", feature = "export"))]
 export_adapter!(KubernetesAdapter);
 
 #[cfg(test)]

@@ -1,0 +1,1 @@
+//! The Kubernetes adapter with one lie (being written).
