@@ -16,7 +16,7 @@
 //! | `egress-ignored` | `apply` opens the plan's egress; `egress_restriction` still declared |
 //! | `trial-declared-ports` | `trial` reports the ports the workload declares, not those it listened on |
 //! | `restore-ignored` | `restore_volume` reads the snapshot to its end and writes nothing |
-//! | `edge-claims-serving` | `observe_edge` of an edge that exists says it serves, every replica ready, with an address |
+//! | `edge-claims-serving` | `apply_edge` wires the edge to ports its image does not listen on (the plan's, plus one), so it never serves; `observe_edge` of an edge that exists says it serves, every replica ready, with an address |
 //! | `observe-fails` | `observe` answers `unavailable` |
 //! | `image-import-declared` | `image_import` declared; `import_image` still `unsupported` |
 //! | `write-observation-declared` | `write_observation` declared; a trial still reports no writes |
@@ -214,7 +214,13 @@ impl Adapter for Liar {
         self.honest.watch_bundles(sink)
     }
 
-    fn apply_edge(&self, plan: EdgePlan) -> Result<(), Error> {
+    fn apply_edge(&self, mut plan: EdgePlan) -> Result<(), Error> {
+        if self.lies(Lie::EdgeClaimsServing, "apply_edge") {
+            // Wired to ports the image does not listen on, so it never
+            // serves: saying it does is then a lie the runtime contradicts.
+            plan.http_port = lies::miswired(plan.http_port);
+            plan.https_port = lies::miswired(plan.https_port);
+        }
         self.honest.apply_edge(plan)
     }
 

@@ -24,6 +24,7 @@ pub enum Lie {
     TrialDeclaredPorts,
     /// `restore_volume` reads the snapshot and writes nothing.
     RestoreIgnored,
+    /// `apply_edge` wires the edge to ports its image does not listen on, and
     /// `observe_edge` of an edge that exists says it serves, whatever the
     /// runtime says.
     EdgeClaimsServing,

@@ -55,6 +55,12 @@ pub fn claim_serving(mut state: EdgeState) -> EdgeState {
     state
 }
 
+/// A port next to `port`: where an edge wired by mistake expects its
+/// image to listen.
+pub fn miswired(port: u16) -> u16 {
+    port.checked_add(1).unwrap_or(port - 1)
+}
+
 /// Reads `input` to its end and drops what it read: the number of bytes.
 /// Waits include the call's cancellation, as the SDK's own reads do.
 pub fn drain(input: &InputStream) -> Result<u64, Error> {
@@ -167,5 +173,7 @@ mod tests {
         assert!(state.serving && state.message.is_empty() && state.warnings.is_empty());
         assert_eq!((state.ready_replicas, state.desired_replicas), (2, 2));
         assert_eq!(state.address.as_deref(), Some(INVENTED_ADDRESS));
+        assert_eq!(miswired(8080), 8081);
+        assert_eq!(miswired(u16::MAX), u16::MAX - 1);
     }
 }
