@@ -250,7 +250,8 @@ pub struct ConformanceArgs {
     /// comma-separated, empty for nothing.
     #[arg(long, value_name = "RESOURCES", value_delimiter = ',')]
     pub rewrites: Option<Vec<String>>,
-    /// The image of the test workloads (needs `sh`; default busybox:1.36).
+    /// The image of the test workloads (needs busybox's `sh`, `httpd`,
+    /// `wget`, `timeout`; default busybox:1.36).
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
     /// How long to wait for the runtime to settle (a workload to run or
@@ -263,6 +264,22 @@ pub struct ConformanceArgs {
     /// then reported unproven or skipped with this reason, not failed.
     #[arg(long, value_name = "REASON")]
     pub simulated: Option<String>,
+    /// A plain-HTTP listener outside the runtime that C-CAP-04's restricted
+    /// workload's egress rule names, and must reach (`HOST:PORT`; with
+    /// `--egress-denied`). Local test cluster: `allowed.outside.test:80`.
+    #[arg(long, value_name = "HOST:PORT", requires = "egress_denied")]
+    pub egress_allowed: Option<String>,
+    /// A plain-HTTP listener outside the runtime that its rule does not
+    /// name, which the restricted workload must not reach and an open one
+    /// does (`HOST:PORT`; with `--egress-allowed`). Local test cluster:
+    /// `denied.outside.test:80`.
+    #[arg(long, value_name = "HOST:PORT", requires = "egress_allowed")]
+    pub egress_denied: Option<String>,
+    /// Where the edge's HTTP port is reached from here (`HOST:PORT`):
+    /// C-CAP-02 sends a request through the edge it applies. Local test
+    /// cluster with examples/kubernetes-config.yaml: `198.18.0.1:30080`.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub edge_address: Option<String>,
 }
 
 /// `logs` flags.

@@ -52,7 +52,7 @@ pub async fn conformance(global: &Global, args: &ConformanceArgs) -> Outcome {
         // mix them.
         eprintln!("note: conformance writes no grants report");
     }
-    let options = options(global, args);
+    let options = options(global, args)?;
     let report = conformance::run(&target, &options)
         .await
         .map_err(|e| match e {
@@ -74,7 +74,7 @@ pub async fn conformance(global: &Global, args: &ConformanceArgs) -> Outcome {
 }
 
 /// The suite's options from the flags.
-fn options(global: &Global, args: &ConformanceArgs) -> Options {
+fn options(global: &Global, args: &ConformanceArgs) -> Outcome<Options> {
     let mut options = Options {
         only: args
             .only
@@ -106,7 +106,18 @@ fn options(global: &Global, args: &ConformanceArgs) -> Options {
     if let Some(why) = &args.simulated {
         options.environment = Some(Arc::new(Simulated(why.trim().to_string())));
     }
-    options
+    // clap requires both egress flags or neither.
+    if let (Some(allowed), Some(denied)) = (&args.egress_allowed, &args.egress_denied) {
+        let probe = conformance::EgressProbe::new(allowed, denied)
+            .map_err(|e| Failure::input(format!("--egress-allowed/--egress-denied: {e}")))?;
+        options.egress_probe = Some(probe);
+    }
+    if let Some(address) = &args.edge_address {
+        conformance::check_host_port(address)
+            .map_err(|e| Failure::input(format!("--edge-address: {e}")))?;
+        options.edge_probe = Some(address.clone());
+    }
+    Ok(options)
 }
 
 /// The runtime `--simulated` declares simulated, and why; it does nothing

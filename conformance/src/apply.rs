@@ -68,7 +68,7 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
 }
 
 /// Whether `workload` is reported running.
-fn running(seen: &ObservedBundle, workload: &str) -> bool {
+pub(crate) fn running(seen: &ObservedBundle, workload: &str) -> bool {
     seen.exists
         && seen
             .workloads

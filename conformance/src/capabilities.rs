@@ -7,13 +7,12 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use pando_host::types::{
-    EdgePlan, EgressPolicy, EgressRule, NetworkRules, Protocol, ResourceRequirements, Resources,
-    RuntimeCapabilities, TrialRequest,
+    EgressPolicy, NetworkRules, Port, Protocol, RuntimeCapabilities, TrialRequest,
 };
 
 use super::cases::{EDGE, EGRESS, IMAGE_IMPORT, TRIAL};
 use super::declared::{Capability, not_shown};
-use super::fixture::{Check, Fixture, Notes, answered, ensure, unmeasured_note};
+use super::fixture::{Check, Fixture, Notes, answered, fail};
 use super::plans;
 
 pub(crate) async fn run(fx: &mut Fixture<'_>) {
@@ -26,7 +25,7 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
     })
     .await;
     fx.case(&EDGE, async |fx, notes| {
-        edge(fx, &caps.clone()?, notes).await
+        super::edge::edge(fx, &caps.clone()?, notes).await
     })
     .await;
     let trial_app = fx.bundle_id("trial");
@@ -34,12 +33,15 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
         trial(fx, &caps.clone()?, &trial_app, notes).await
     })
     .await;
-    let egress_app = fx.bundle_id("egress");
+    let egress_apps = super::egress::Apps {
+        restricted: fx.bundle_id("egress"),
+        open: fx.bundle_id("egress-open"),
+    };
     fx.case(&EGRESS, async |fx, notes| {
-        egress(fx, &caps.clone()?, &egress_app, notes).await
+        super::egress::egress(fx, &caps.clone()?, &egress_apps, notes).await
     })
     .await;
-    for app in [trial_app, egress_app] {
+    for app in [trial_app, egress_apps.restricted, egress_apps.open] {
         fx.cleanup(&app).await;
     }
 }
@@ -70,71 +72,8 @@ async fn image_import(fx: &Fixture<'_>, caps: &RuntimeCapabilities, notes: &mut 
     Ok(())
 }
 
-/// Declared: the edges are listed and an unknown one is `not-found`. Not
-/// declared: every edge call is `unsupported`. No edge is applied: the
-/// edge is shared by the whole runtime.
-async fn edge(fx: &Fixture<'_>, caps: &RuntimeCapabilities, notes: &mut Notes) -> Check {
-    let ctx = fx.ctx();
-    let name = fx.bundle_id("edge");
-    if caps.edge {
-        let edges = fx
-            .declared(Capability::Edge, "edges", fx.adapter.edges(&ctx))
-            .await?;
-        ensure!(
-            !edges.contains(&name),
-            "edges lists `{name}`, which was never applied"
-        );
-        fx.declared(
-            Capability::Edge,
-            "edge-volumes",
-            fx.adapter.edge_volumes(&ctx),
-        )
-        .await?;
-        let what = "observe-edge of an unknown edge";
-        let r = fx
-            .declared_answer(Capability::Edge, what, fx.adapter.observe_edge(&ctx, &name))
-            .await?;
-        answered(what, r, false, &["not-found"])?;
-        return Ok(());
-    }
-    let unsupported = ["unsupported"];
-    let plan = EdgePlan {
-        name: name.clone(),
-        image: fx.options.image.clone(),
-        command: vec![],
-        args: vec![],
-        env: vec![],
-        replicas: None,
-        http_port: 80,
-        https_port: 443,
-        resources: ResourceRequirements {
-            requests: Resources {
-                cpu_millis: 10,
-                memory_bytes: 16 << 20,
-            },
-            limits: None,
-        },
-    };
-    let what = |call: &str| format!("{call} (the edge is not declared)");
-    let r = fx.adapter.apply_edge(&ctx, &plan).await;
-    answered(&what("apply-edge"), r, false, &unsupported)?;
-    let r = fx.adapter.observe_edge(&ctx, &name).await;
-    answered(&what("observe-edge"), r, false, &unsupported)?;
-    let r = fx.adapter.remove_edge(&ctx, &name).await;
-    answered(&what("remove-edge"), r, false, &unsupported)?;
-    let r = fx.adapter.edges(&ctx).await;
-    answered(&what("edges"), r, false, &unsupported)?;
-    let r = fx.adapter.edge_volumes(&ctx).await;
-    answered(&what("edge-volumes"), r, false, &unsupported)?;
-    notes.not_declared(
-        Capability::Edge,
-        "all five edge calls answered `unsupported` as required",
-    );
-    Ok(())
-}
-
 /// Declared: a short trial of the server workload reports exactly the
-/// socket it listens on, and reports writes exactly when write observation
+/// socket it listens on (not the port its spec declares), and reports writes exactly when write observation
 /// is declared. Not declared: `unsupported`.
 async fn trial(
     fx: &Fixture<'_>,
@@ -142,9 +81,18 @@ async fn trial(
     app: &str,
     notes: &mut Notes,
 ) -> Check {
+    // It declares a port its command does not listen on, and not the one
+    // it does: a trial that reports the spec's ports, not the sockets it
+    // saw, fails.
+    let mut workload = fx.server();
+    workload.ports = vec![Port {
+        name: Some("declared".into()),
+        port: plans::DECLARED_ONLY_PORT,
+        protocol: Protocol::Tcp,
+    }];
     let request = TrialRequest {
         bundle: app.into(),
-        workload: fx.server(),
+        workload,
         network: NetworkRules {
             egress: EgressPolicy::None,
         },
@@ -169,12 +117,23 @@ async fn trial(
     let result = fx
         .declared(Capability::Trial, "a 3-second trial of `server`", call)
         .await?;
-    ensure!(
-        result.writes.is_some() == caps.write_observation,
-        "trial reported writes {:?} while write observation is {}declared",
-        result.writes,
-        if caps.write_observation { "" } else { "not " }
-    );
+    match (&result.writes, caps.write_observation) {
+        (None, true) => {
+            return Err(not_shown(
+                Capability::WriteObservation,
+                "a 3-second trial of `server`, whose command writes a file, reported no writes \
+                 (`writes` is none)",
+                fx.simulated(),
+            ));
+        }
+        (Some(writes), false) => {
+            return Err(fail(format!(
+                "trial reported writes {writes:?} while write observation is not declared: \
+                 core reads `writes` only where it is"
+            )));
+        }
+        _ => {}
+    }
     // R-097: what it reports is what the workload did. `server` listens on
     // exactly one socket, TCP `PORT` (busybox httpd), for as long as it runs.
     let reported: BTreeSet<(u16, &str)> = result
@@ -188,10 +147,11 @@ async fn trial(
     }
     let said = format!(
         "the trial of `{}` reported listening on [{}], not exactly the one socket its command \
-         listens on ({}/tcp){}",
+         listens on ({}/tcp; its spec declares {}/tcp, on which nothing listens){}",
         plans::SERVER,
         ports(&reported),
         plans::PORT,
+        plans::DECLARED_ONLY_PORT,
         match result.exit_code {
             Some(code) => format!("; it reported the workload exited {code}, which it does not"),
             None => String::new(),
@@ -215,47 +175,4 @@ fn ports(sockets: &BTreeSet<(u16, &str)>) -> String {
         .map(|(port, protocol)| format!("{port}/{protocol}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// An egress rule naming a DNS name can be enforced only by an adapter
-/// that declares egress restriction. Not declared: the plan is
-/// `unsupported` and nothing is written (R-186). Declared: it applies.
-async fn egress(
-    fx: &Fixture<'_>,
-    caps: &RuntimeCapabilities,
-    app: &str,
-    notes: &mut Notes,
-) -> Check {
-    let mut plan = plans::plan(app, vec![fx.server()]);
-    plan.network.egress = EgressPolicy::Restricted(vec![EgressRule {
-        destination: "api.conformance.invalid".into(),
-        ports: vec![443],
-    }]);
-    let before = fx.refusals();
-    let (r, sent) = fx.measured(fx.adapter.apply(&fx.ctx(), &plan)).await;
-    if caps.egress_restriction {
-        let what = "apply of a plan with egress restricted to a DNS name";
-        fx.held_to(Capability::EgressRestriction, what, before, &r)?;
-        r.map_err(|e| super::fixture::failed(what, &e))?;
-        return Ok(());
-    }
-    answered(
-        "apply of a plan with egress restricted to a DNS name (egress restriction is not declared)",
-        r,
-        false,
-        &["unsupported"],
-    )?;
-    match sent {
-        Some(sent) => ensure!(
-            sent.writes() == 0,
-            "the refused plan wrote: {}",
-            sent.only_writes()
-        ),
-        None => notes.push(unmeasured_note()),
-    }
-    notes.not_declared(
-        Capability::EgressRestriction,
-        "the restricted plan answered `unsupported` as required and wrote nothing",
-    );
-    Ok(())
 }

@@ -52,11 +52,11 @@ cases! {
         "core's sweep creates an app by what exists says; an error or a phantom workload makes it retry or believe the app runs";
     IMAGE_IMPORT = "C-CAP-01" ["R-254"] "import-image is unsupported unless declared, and answers when declared",
         "core offers image upload from the capability; a declared capability that answers unsupported fails every upload";
-    EDGE = "C-CAP-02" ["R-254", "R-174"] "the edge calls are unsupported unless declared, and answer when declared",
+    EDGE = "C-CAP-02" ["R-254", "R-174"] "the edge calls are unsupported unless declared; declared, an edge applied serves a request through it and is removed",
         "core runs the edge on the runtime only where declared; a half-implemented edge takes the public entry point down";
     TRIAL = "C-CAP-03" ["R-254", "R-097"] "trial is unsupported unless declared; declared, it reports, with writes exactly when write observation is declared",
         "core trials an unknown image before deploying it; a trial that fails or misreports what it observed misleads that decision";
-    EGRESS = "C-CAP-04" ["R-186"] "restricted egress to a DNS name is unsupported without egress restriction, and writes nothing",
+    EGRESS = "C-CAP-04" ["R-186"] "restricted egress is unsupported and writes nothing unless declared; declared, a restricted workload reaches what its rule allows and nothing else",
         "an app whose egress cannot be enforced must not run as if it were restricted, and a refused plan must leave nothing behind";
     CONVERGE = "C-APPLY-01" [] "apply converges: the handle names the app and observe reports every workload running",
         "apply is how every app starts; the handle's location is what operators see";
@@ -80,7 +80,7 @@ cases! {
         "losing data must take an explicit choice";
     DESTROY_ALL = "C-DESTROY-02" ["R-204"] "destroy removes volumes when asked",
         "an operator who deletes an app and its data must not keep paying for the storage";
-    SNAPSHOT = "C-VOL-01" ["R-206", "R-254"] "a volume snapshot restores byte for byte (or both calls are unsupported)",
+    SNAPSHOT = "C-VOL-01" ["R-206", "R-254"] "a volume snapshot gives back what a workload wrote, byte for byte, after a restore (or both calls are unsupported)",
         "backups are only as good as their restore";
     WATCHING = "C-WATCH-01" ["O-52"] "watch emits watching, then the changes that follow",
         "core re-lists when watching arrives and relies on every later change being reported";

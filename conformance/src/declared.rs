@@ -23,6 +23,7 @@ pub(crate) enum Capability {
     ImageImport,
     Edge,
     Trial,
+    WriteObservation,
     EgressRestriction,
 }
 
@@ -37,6 +38,7 @@ impl Capability {
             Capability::ImageImport => "image-import",
             Capability::Edge => "edge",
             Capability::Trial => "trial",
+            Capability::WriteObservation => "write-observation",
             Capability::EgressRestriction => "egress-restriction",
         }
     }
@@ -51,6 +53,7 @@ impl Capability {
             Capability::ImageImport => caps.image_import,
             Capability::Edge => caps.edge,
             Capability::Trial => caps.trial,
+            Capability::WriteObservation => caps.write_observation,
             Capability::EgressRestriction => caps.egress_restriction,
         }
     }

@@ -33,14 +33,18 @@ mod capacity;
 mod cases;
 mod config;
 mod declared;
+mod edge;
+mod egress;
 mod errors;
 mod fixture;
 mod info;
 mod junit;
 mod lifecycle;
 mod plans;
+mod probe;
 mod report;
 mod sessions;
+mod snapshot;
 mod tar;
 mod upstream;
 mod volumes;
@@ -86,9 +90,20 @@ pub struct Options {
     /// Only the cases whose id matches one of these patterns (`*` matches
     /// any run of characters: `C-APPLY-*`); empty runs every case.
     pub only: Vec<String>,
-    /// The image of the test workloads. It needs `sh`, `echo`, `cat` and
-    /// `sleep` (busybox has them).
+    /// The image of the test workloads. It needs `sh`, `echo`, `cat`,
+    /// `mkdir`, `httpd`, `wget` and `timeout` (busybox has them).
     pub image: String,
+    /// Two listeners outside the runtime that its workloads reach when
+    /// nothing restricts their egress: `C-CAP-04` restricts a workload's
+    /// egress to one and shows it reaching that one and not the other.
+    /// Without them that half of the proof is unproven, naming this option.
+    pub egress_probe: Option<EgressProbe>,
+    /// Where the edge's HTTP port is reached from where the suite runs
+    /// (`HOST:PORT`): `C-CAP-02` sends a request there through the edge it
+    /// applies. Without it "answers through it" is unproven, naming this
+    /// option. On the local test cluster with `examples/kubernetes-config.yaml`:
+    /// `198.18.0.1:30080`, the real node's node port.
+    pub edge_probe: Option<String>,
     /// What a satisfied `apply` of a plan with pull credentials may still
     /// write, as resources are spelled in grants (`secrets`): what the
     /// adapter documents it rewrites on every call (O-41). The contract has
@@ -118,6 +133,8 @@ impl Default for Options {
         Options {
             only: Vec::new(),
             image: "busybox:1.36".into(),
+            egress_probe: None,
+            edge_probe: None,
             rewrites: vec!["secrets".into()],
             settle_timeout: Duration::from_secs(30),
             case_timeout: Duration::from_secs(300),
@@ -132,6 +149,8 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("only", &self.only)
             .field("image", &self.image)
+            .field("egress_probe", &self.egress_probe)
+            .field("edge_probe", &self.edge_probe)
             .field("rewrites", &self.rewrites)
             .field("settle_timeout", &self.settle_timeout)
             .field("case_timeout", &self.case_timeout)
@@ -139,6 +158,54 @@ impl std::fmt::Debug for Options {
             .field("progress", &self.progress.is_some())
             .finish()
     }
+}
+
+/// Two plain-HTTP listeners outside the runtime (`HOST:PORT` each, a
+/// name or an address), both reachable from a workload whose egress is
+/// open. `C-CAP-04` restricts egress to `allowed` and requires `allowed`
+/// reached and `denied` not. On the local test cluster:
+/// `allowed.outside.test:80` and `denied.outside.test:80`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressProbe {
+    /// The destination the restricted workload's rule names.
+    pub allowed: String,
+    /// A destination its rule does not name.
+    pub denied: String,
+}
+
+impl EgressProbe {
+    /// From `HOST:PORT` strings; an error naming the one that is not.
+    pub fn new(allowed: &str, denied: &str) -> Result<Self, String> {
+        for (which, value) in [("allowed", allowed), ("denied", denied)] {
+            split_host_port(value).map_err(|e| format!("the {which} egress probe: {e}"))?;
+        }
+        Ok(EgressProbe {
+            allowed: allowed.into(),
+            denied: denied.into(),
+        })
+    }
+}
+
+/// Checks that `value` is `HOST:PORT` (as `--edge-address` and
+/// [`Options::edge_probe`] are), an error saying what is wrong.
+pub fn check_host_port(value: &str) -> Result<(), String> {
+    split_host_port(value).map(|_| ())
+}
+
+/// `HOST:PORT` as its parts: a non-empty host and a port from 1 to 65535.
+pub(crate) fn split_host_port(value: &str) -> Result<(&str, u16), String> {
+    let (host, port) = value
+        .rsplit_once(':')
+        .ok_or_else(|| format!("`{value}` is not HOST:PORT"))?;
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("`{value}` has no port from 1 to 65535"))?;
+    if host.is_empty() || host.contains(['/', ' ']) {
+        return Err(format!("`{value}` has no host"));
+    }
+    Ok((host, port))
 }
 
 /// A progress callback: called with each case's result as it is known.

@@ -21,8 +21,16 @@ pub(crate) const FINISH_CODE: i32 = 3;
 pub(crate) const FINISH_LINE: &str = "conformance: finished";
 /// The file the server writes its run's [`Nonce`] to as it starts: only a
 /// command run in that workload, after its own command ran, reads it back
-/// (`C-EXEC-01`, `C-RUN-01`).
+/// (`C-EXEC-01`, `C-RUN-01`); its `httpd` serves it as `/`[`SERVED_FILE`]
+/// (`C-CAP-04`).
 pub(crate) const WORKLOAD_FILE: &str = "/tmp/pando-conformance";
+/// The directory the server's `httpd` serves: the one [`WORKLOAD_FILE`] is in.
+pub(crate) const SERVED_DIR: &str = "/tmp";
+/// [`WORKLOAD_FILE`]'s name in [`SERVED_DIR`].
+pub(crate) const SERVED_FILE: &str = "pando-conformance";
+/// A port the trial's workload declares and does not listen on
+/// (`C-CAP-03`).
+pub(crate) const DECLARED_ONLY_PORT: u16 = 9090;
 
 /// A number the suite chose for this run, which a workload's own command
 /// computes and prints as the sum of two parts: a log or a session holding
@@ -130,7 +138,7 @@ pub(crate) fn server(image: &str, nonces: &Nonces) -> WorkloadSpec {
         image,
         &format!(
             "echo conformance: serving; echo {} > {WORKLOAD_FILE}; trap 'exit 0' TERM; \
-             httpd -f -p {PORT} & wait",
+             httpd -f -p {PORT} -h {SERVED_DIR} & wait",
             nonces.file.shell()
         ),
         server_requests(),
@@ -165,6 +173,38 @@ pub(crate) fn finisher(image: &str, nonces: &Nonces) -> WorkloadSpec {
     w
 }
 
+/// The workload of the snapshot case (`C-VOL-01`): it writes the run's
+/// file nonce to [`VOLUME_FILE`] on the volume and exits 0, or exits with
+/// the write's error when the volume is not writable.
+pub(crate) const WRITER: &str = "writer";
+/// Where plans with a volume mount it.
+pub(crate) const VOLUME_PATH: &str = "/data";
+/// The file [`WRITER`] writes, as a snapshot of the volume names it
+/// (relative to the volume's root).
+pub(crate) const VOLUME_FILE: &str = "conformance/workload.txt";
+
+/// [`WRITER`], with this run's image and nonces. It is planned with the
+/// volume mounted ([`with_volume`]).
+pub(crate) fn writer(image: &str, nonces: &Nonces) -> WorkloadSpec {
+    let mut w = workload(
+        WRITER,
+        image,
+        &format!(
+            "mkdir -p {VOLUME_PATH}/conformance && echo {} > {VOLUME_PATH}/{VOLUME_FILE}",
+            nonces.file.shell()
+        ),
+        Resources {
+            cpu_millis: 10,
+            memory_bytes: 16 << 20,
+        },
+    );
+    w.env.push(EnvVar {
+        name: EXIT_CODE_ENV.into(),
+        value: "0".into(),
+    });
+    w
+}
+
 /// A plan of these workloads, egress open, no volumes, no credentials.
 pub(crate) fn plan(id: &str, workloads: Vec<WorkloadSpec>) -> BundlePlan {
     BundlePlan {
@@ -179,7 +219,8 @@ pub(crate) fn plan(id: &str, workloads: Vec<WorkloadSpec>) -> BundlePlan {
     }
 }
 
-/// The plan with [`VOLUME`], mounted at `/data` by its first workload.
+/// The plan with [`VOLUME`], mounted at [`VOLUME_PATH`] by its first
+/// workload.
 pub(crate) fn with_volume(mut plan: BundlePlan) -> BundlePlan {
     plan.volumes.push(VolumeSpec {
         name: VOLUME.into(),
@@ -188,7 +229,7 @@ pub(crate) fn with_volume(mut plan: BundlePlan) -> BundlePlan {
     if let Some(w) = plan.workloads.first_mut() {
         w.mounts.push(VolumeMount {
             volume: VOLUME.into(),
-            path: "/data".into(),
+            path: VOLUME_PATH.into(),
             read_only: false,
         });
     }
@@ -238,5 +279,27 @@ mod tests {
             "{script}"
         );
         assert_ne!(nonces.log, nonces.file);
+        assert_eq!(WORKLOAD_FILE, format!("{SERVED_DIR}/{SERVED_FILE}"));
+        assert_ne!(DECLARED_ONLY_PORT, PORT);
+    }
+
+    #[test]
+    fn the_writer_writes_the_file_nonce_only_as_shell_arithmetic_onto_its_volume() {
+        let nonces = Nonces::random();
+        let plan = with_volume(plan("vol", vec![writer("busybox", &nonces)]));
+        let w = &plan.workloads[0];
+        assert_eq!(w.mounts[0].path, VOLUME_PATH);
+        let script = &w.command[2];
+        assert!(
+            script.contains(&format!(
+                "echo {} > {VOLUME_PATH}/{VOLUME_FILE}",
+                nonces.file.shell()
+            )),
+            "{script}"
+        );
+        assert!(
+            !script.contains(&nonces.file.value().to_string()),
+            "{script}"
+        );
     }
 }

@@ -3,10 +3,6 @@
 //! reads back the file the workload's own command wrote, with this run's
 //! nonce); or, when not declared, `unsupported`.
 
-use std::time::Duration;
-
-use tokio::io::AsyncReadExt;
-
 use pando_host::CallError;
 use pando_host::streams::ByteStream;
 use pando_host::types::{Error as AdapterError, ExecRequest, RunRequest};
@@ -14,13 +10,10 @@ use pando_host::types::{Error as AdapterError, ExecRequest, RunRequest};
 use super::declared::{Capability, not_shown};
 use super::fixture::{Check, Fixture, Notes, answered, ensure, fail, failed};
 use super::plans::{SERVER, WORKLOAD_FILE, wref};
+use super::probe::{run_collect, sh};
 
 /// The most output a session's stream is read to.
 const MAX_OUTPUT: usize = 1 << 20;
-
-fn sh(script: &str) -> Vec<String> {
-    vec!["sh".into(), "-c".into(), script.into()]
-}
 
 /// Reads the workload's file back, printing nothing when it is absent: the
 /// session's exit status stays the script's.
@@ -145,13 +138,13 @@ pub(crate) async fn run(fx: &Fixture<'_>, app: &str, declared: bool, notes: &mut
         env: vec![],
     };
     if !declared {
-        let (r, _) = run_once(fx, &workload, &failing).await;
+        let (r, _) = run_collect(fx, &workload, &failing).await;
         answered("run (run is not declared)", r, false, &["unsupported"])?;
         notes.not_declared(Capability::Run, "answered `unsupported` as required");
         return Ok(());
     }
     let before = fx.refusals();
-    let (r, out) = run_once(fx, &workload, &failing).await;
+    let (r, out) = run_collect(fx, &workload, &failing).await;
     fx.held_to(Capability::Run, "run of a command exiting 4", before, &r)?;
     match r {
         Err(CallError::Adapter(AdapterError::CommandFailed(f))) => {
@@ -186,30 +179,10 @@ pub(crate) async fn run(fx: &Fixture<'_>, app: &str, declared: bool, notes: &mut
     };
     let what = "run of `echo fine` and the workload's file";
     let before = fx.refusals();
-    let (r, out) = run_once(fx, &workload, &fine).await;
+    let (r, out) = run_collect(fx, &workload, &fine).await;
     fx.held_to(Capability::Run, what, before, &r)?;
     r.map_err(|e| failed(what, &e))?;
     let out = out?;
     ensure!(out.starts_with("fine\n"), "{what} wrote {out:?}");
     ran_in_the_workload(fx, Capability::Run, what, "fine\n", &out)
-}
-
-/// One `run`, its stdout collected.
-async fn run_once(
-    fx: &Fixture<'_>,
-    workload: &pando_host::types::WorkloadRef,
-    request: &RunRequest,
-) -> (Result<u64, CallError>, Check<String>) {
-    let (writer, mut reader) = tokio::io::duplex(1 << 16);
-    let collect = async {
-        let mut out = String::new();
-        match tokio::time::timeout(Duration::from_secs(120), reader.read_to_string(&mut out)).await
-        {
-            Ok(Ok(_)) => Ok(out),
-            Ok(Err(e)) => Err(fail(format!("reading run's stdout failed: {e}"))),
-            Err(_) => Err(fail("run's stdout did not end")),
-        }
-    };
-    let ctx = fx.ctx();
-    tokio::join!(fx.adapter.run(&ctx, workload, request, writer), collect)
 }

@@ -159,15 +159,18 @@ async fn kubernetes_target() -> Target {
 
 /// The suite on KWOK, with the test's environment: every case passes but those that KWOK's
 /// simulated workloads cannot show, each with its own outcome and the reason KWOK is declared
-/// simulated for: the declared `trial`, `exec`, `run` and `logs` are unproven (no command runs
-/// in a workload, so none listens on its port only, prints this run's nonce nor reads the
-/// workload's file back; KWOK's exec reads the sockets of the machine it runs on). (Every case passes for real on the real node:
-/// `real_node::every_conformance_case_runs_for_real_and_passes_on_the_real_node`.)
+/// simulated for: the declared `edge`, `trial`, `exec`, `run`, `logs` and `volume-snapshot` are
+/// unproven (no command runs in a workload, so none serves through the edge, listens on its
+/// port only, prints this run's nonce, reads the workload's file back nor writes onto its
+/// volume; KWOK's exec reads the sockets of the machine it runs on). (Every case passes for real
+/// on the real node: `real_node::every_conformance_case_runs_for_real_and_passes_on_the_real_node`.)
 #[tokio::test]
 async fn the_kubernetes_adapter_passes_every_case_kwok_can_show() {
     let target = kubernetes_target().await;
     // C-INFO-03's canary is one per cluster (`pando-canary`): not two health checks at once.
     let _canary = ka::canary_lock().await;
+    // C-CAP-02 applies an edge, in the one edge namespace.
+    let _edge = ka::edge_namespace_lock().await;
     let options = Options {
         environment: Some(Arc::new(Kwok)),
         ..Options::default()
@@ -185,19 +188,23 @@ async fn the_kubernetes_adapter_passes_every_case_kwok_can_show() {
         not_passed,
         [
             ("C-INFO-03", "SKIP"),
+            ("C-CAP-02", "UNPROVEN"),
             ("C-CAP-03", "UNPROVEN"),
             ("C-EXEC-01", "UNPROVEN"),
             ("C-RUN-01", "UNPROVEN"),
             ("C-LOGS-01", "UNPROVEN"),
+            ("C-VOL-01", "UNPROVEN"),
         ],
         "{}",
         report.to_text()
     );
     for (id, capability) in [
+        ("C-CAP-02", "edge"),
         ("C-CAP-03", "trial"),
         ("C-EXEC-01", "exec"),
         ("C-RUN-01", "run"),
         ("C-LOGS-01", "logs"),
+        ("C-VOL-01", "volume-snapshot"),
     ] {
         let case = report.case(id).expect("it ran");
         assert!(
@@ -245,7 +252,8 @@ async fn r254_logs_exec_run_and_a_trial_that_are_not_the_workloads_fail_naming_t
         (
             "C-CAP-03",
             "trial",
-            "not exactly the one socket its command listens on (8080/tcp)",
+            "not exactly the one socket its command listens on (8080/tcp; its spec declares \
+             9090/tcp, on which nothing listens)",
         ),
         (
             "C-EXEC-01",

@@ -18,6 +18,7 @@ mod cluster_faults;
 mod cluster_policy;
 mod cluster_rbac;
 mod conformance;
+mod conformance_liars;
 mod control_plane;
 mod host_cache;
 mod host_calls;

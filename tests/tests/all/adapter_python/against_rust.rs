@@ -1,5 +1,5 @@
 //! The Python adapter beside the Rust one: the same objects, the same
-//! capacity and in-use counts, and the conformance suite.
+//! capacity and in-use counts.
 
 use super::*;
 
@@ -157,100 +157,4 @@ async fn r243_r242_capacity_and_in_use_are_counted_as_the_rust_adapter_counts() 
         .await
         .expect("destroying it again is not an error");
     cleanup(&a, &app).await;
-}
-
-/// KWOK runs no containers: the suite's finishing workload is ended the way
-/// the test cluster ends pods (`pando.test/exit-code`, a KWOK stage of
-/// `scripts/cluster`), named as this adapter names things (namespace
-/// `pando-<app>`, the pod as the workload).
-struct Kwok;
-
-impl Environment for Kwok {
-    fn simulated(&self) -> Option<String> {
-        Some(
-            "KWOK runs no containers: a workload's command never runs, its log is KWOK's own"
-                .into(),
-        )
-    }
-
-    fn health_unknowable(&self) -> Option<String> {
-        Some(
-            "KWOK's pods have no network, so no canary can show NetworkPolicy enforced (O-43)"
-                .into(),
-        )
-    }
-
-    fn finish_workload<'a>(
-        &'a self,
-        workload: &'a WorkloadRef,
-        code: i32,
-    ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move {
-            let pods: Api<Pod> =
-                Api::namespaced(admin().await, &format!("pando-{}", workload.bundle));
-            let patch = serde_json::json!({
-                "metadata": { "annotations": { cluster::EXIT_CODE_ANNOTATION: code.to_string() } }
-            });
-            pods.patch(
-                &workload.workload,
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-        })
-    }
-}
-
-#[tokio::test]
-async fn it_passes_the_conformance_suite_with_its_logs_unproven_on_kwok() {
-    let client = cluster::client(cluster::Identity::Pando)
-        .await
-        .expect("a client for the pando identity");
-    let target = Target {
-        host: Host::builder()
-            .cache_dir(probe::shared_cache())
-            .build()
-            .expect("host builds"),
-        component: py::component(),
-        load: LoadOptions {
-            grants: py::grants(),
-            config: py::CONFIG.into(),
-            kubernetes: Some(client),
-            ..LoadOptions::default()
-        },
-    };
-    let options = Options {
-        environment: Some(Arc::new(Kwok)),
-        ..Options::default()
-    };
-    let report = crate::conformance::run(&target, &options).await;
-    // It declares `logs`, which only a workload that runs its command can prove (its log holds
-    // what the command printed): on KWOK that is unproven, never a pass. Every other case passes.
-    assert_eq!(
-        report.cases.len(),
-        pando_conformance::CASES.len(),
-        "every case ran"
-    );
-    let not_passed: Vec<(&str, &str)> = report
-        .cases
-        .iter()
-        .filter(|c| c.outcome != pando_conformance::Outcome::Pass)
-        .map(|c| (c.id.as_str(), c.outcome.label()))
-        .collect();
-    assert_eq!(
-        not_passed,
-        [("C-LOGS-01", "UNPROVEN")],
-        "{}",
-        report.to_text()
-    );
-    let logs = report.case("C-LOGS-01").expect("C-LOGS-01 ran");
-    assert!(
-        logs.outcome
-            .reason()
-            .is_some_and(|why| why.starts_with("logs: declared;") && why.contains("KWOK")),
-        "{}",
-        logs.line()
-    );
 }

@@ -1,27 +1,24 @@
 //! The Python Kubernetes adapter (`adapters/python-kubernetes`, a
-//! componentize-py component) in the host, against the real test cluster
-//! (KWOK runs the pods), as the `pando` identity with the adapter's own
-//! grants: what it declares, its configuration errors, apply, observe,
-//! upstream, logs, stop, destroy, volumes and capacity; that it agrees with
-//! the Rust Kubernetes adapter on the objects of an app and on what it
-//! reads; and that it passes the conformance suite.
+//! componentize-py component) in the host, against the real test cluster,
+//! as the `pando` identity with the adapter's own grants: what it declares,
+//! its configuration errors, apply, observe, upstream, logs, stop, destroy,
+//! volumes and capacity, and that it agrees with the Rust Kubernetes adapter
+//! on the objects of an app and on what it reads (on the KWOK nodes: these
+//! are about objects and calls); and that it passes the conformance suite
+//! with what it declares proven by containers (`real_node`, on the real
+//! node).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use futures::future::BoxFuture;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use pando_conformance::{Environment, Options, Target};
-use pando_host::types::WorkloadRef;
+use kube::api::{DeleteParams, ListParams};
 use pando_host::types::{
     BundlePlan, DestroyOptions, EgressPolicy, IsolationClass, LogOptions, VolumeRequest,
     VolumeSpec, WorkloadPhase,
 };
-use pando_host::{Adapter, CallError, Host, LoadError, LoadOptions};
+use pando_host::{Adapter, CallError, Host, LoadError};
 use pando_tests::kubernetes_adapter::{
     self as ka, admin, cleanup, credentials, ctx, exit_pod, id, uid, versions, wait_phase,
 };
@@ -31,6 +28,7 @@ use pando_tests::{cluster, probe};
 
 mod against_rust;
 mod lifecycle;
+mod real_node;
 
 fn all_of_the_log() -> LogOptions {
     LogOptions {
