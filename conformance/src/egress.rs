@@ -87,7 +87,7 @@ pub(crate) async fn egress(
     let rule = format!("{destination}:{port}");
     let Some(via) = Via::of(caps) else {
         return Err(super::fixture::unproven(format!(
-            "egress_restriction: declared; the restricted plan applied, but what it lets a \
+            "egress-restriction: declared; the restricted plan applied, but what it lets a \
              workload reach is not shown: {NO_PROBE}"
         )));
     };
@@ -148,13 +148,13 @@ impl Proof<'_, '_> {
         ));
 
         let Some(outside) = &fx.options.egress_probe else {
-            return Err(super::fixture::unproven(format!(
-                "egress_restriction: declared; a restricted workload did not reach another \
+            return Err(super::fixture::unproven(
+                "egress-restriction: declared; a restricted workload did not reach another \
                  app's listener, but reaching what its rule allows, and nothing else outside, \
                  takes two listeners outside the runtime, which the runner did not name (pass \
                  --egress-allowed and --egress-denied; on the local test cluster \
-                 allowed.outside.test:80 and denied.outside.test:80)"
-            )));
+                 allowed.outside.test:80 and denied.outside.test:80)",
+            ));
         };
         let allowed = format!("http://{}/", outside.allowed);
         let denied = format!("http://{}/", outside.denied);
@@ -214,7 +214,7 @@ impl Proof<'_, '_> {
     fn control(&self, said: String) -> Stop {
         match self.fx.simulated() {
             Some(why) => super::fixture::unproven(format!(
-                "egress_restriction: declared; {said}; the runner declares this runtime \
+                "egress-restriction: declared; {said}; the runner declares this runtime \
                  simulated: {why}"
             )),
             None => fail(said),
