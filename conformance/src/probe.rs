@@ -1,19 +1,21 @@
 //! Commands the suite runs inside its own workloads to see what the
-//! runtime did: whether a workload reaches an address (`C-CAP-04`), what
-//! a volume holds as the workload sees it (`C-VOL-01`). Through `run`
-//! where the adapter declares it, else `exec`; with neither, what only a
-//! command in the workload can show is unproven, naming both.
+//! runtime did: whether a workload reaches an address (`C-CAP-04`).
+//! Through `run` where the adapter declares it, else `exec`; with neither,
+//! what only a command in the workload can show is unproven, naming both.
+//! Also what the sessions cases (`C-EXEC-01`, `C-RUN-01`) share with
+//! them: `sh -c`, reading a stream to its end, one `run` collected.
 
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
 use pando_host::CallError;
+use pando_host::streams::ByteStream;
 use pando_host::types::{ExecRequest, RunRequest, RuntimeCapabilities, WorkloadRef};
 
 use super::fixture::{Check, Fixture, fail, failed};
 
-/// The most output a probe's stdout is read to.
+/// The most output a probe's or a session's stream is read to.
 const MAX_OUTPUT: usize = 1 << 20;
 
 /// How long a probe's fetch may take (`timeout`): a policy that drops
@@ -102,16 +104,7 @@ pub(crate) async fn output(
                 .await
                 .map_err(|e| failed(&format!("the stdout of {what}"), &e))?
                 .ok_or_else(|| fail(format!("{what}: the session has no stdout")))?;
-            let read =
-                tokio::time::timeout(fx.options.settle_timeout, stdout.read_to_end(MAX_OUTPUT))
-                    .await
-                    .map_err(|_| {
-                        fail(format!(
-                            "the stdout of {what} did not end within {} s",
-                            fx.options.settle_timeout.as_secs()
-                        ))
-                    })?
-                    .map_err(|e| fail(format!("reading the stdout of {what} failed: {e}")))?;
+            let read = read_all(fx, &format!("the stdout of {what}"), &mut stdout).await?;
             let code = session
                 .wait(&fx.ctx())
                 .await
@@ -119,8 +112,25 @@ pub(crate) async fn output(
             if code != 0 {
                 return Err(fail(format!("{what} exited {code}")));
             }
-            Ok(String::from_utf8_lossy(&read).into_owned())
+            Ok(read)
         }
+    }
+}
+
+/// A session's stream to its end (at most [`MAX_OUTPUT`] bytes), within the
+/// settle timeout, as text.
+pub(crate) async fn read_all(
+    fx: &Fixture<'_>,
+    what: &str,
+    stream: &mut ByteStream,
+) -> Check<String> {
+    match tokio::time::timeout(fx.options.settle_timeout, stream.read_to_end(MAX_OUTPUT)).await {
+        Ok(Ok(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Ok(Err(e)) => Err(fail(format!("reading {what} failed: {e}"))),
+        Err(_) => Err(fail(format!(
+            "{what} did not end within {} s",
+            fx.options.settle_timeout.as_secs()
+        ))),
     }
 }
 

@@ -4,16 +4,12 @@
 //! nonce); or, when not declared, `unsupported`.
 
 use pando_host::CallError;
-use pando_host::streams::ByteStream;
 use pando_host::types::{Error as AdapterError, ExecRequest, RunRequest};
 
 use super::declared::{Capability, not_shown};
 use super::fixture::{Check, Fixture, Notes, answered, ensure, fail, failed};
 use super::plans::{SERVER, WORKLOAD_FILE, wref};
-use super::probe::{run_collect, sh};
-
-/// The most output a session's stream is read to.
-const MAX_OUTPUT: usize = 1 << 20;
+use super::probe::{read_all, run_collect, sh};
 
 /// Reads the workload's file back, printing nothing when it is absent: the
 /// session's exit status stays the script's.
@@ -42,18 +38,6 @@ fn ran_in_the_workload(
          did not run in that workload"
     );
     Err(not_shown(cap, &said, fx.simulated()))
-}
-
-/// A stream to its end, within the settle timeout.
-async fn read_all(fx: &Fixture<'_>, what: &str, stream: &mut ByteStream) -> Check<String> {
-    match tokio::time::timeout(fx.options.settle_timeout, stream.read_to_end(MAX_OUTPUT)).await {
-        Ok(Ok(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        Ok(Err(e)) => Err(fail(format!("reading {what} failed: {e}"))),
-        Err(_) => Err(fail(format!(
-            "{what} did not end within {} s",
-            fx.options.settle_timeout.as_secs()
-        ))),
-    }
 }
 
 /// A line on stdin comes back on stdout, then the workload's file, a line

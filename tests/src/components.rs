@@ -10,6 +10,14 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// A YAML file of the repository (`examples/kubernetes-config.yaml`), read as Pando reads its
+/// own documents, as JSON. Panics naming the file when it is missing or does not parse.
+pub fn repo_yaml(rel: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(repo_root().join(rel))
+        .unwrap_or_else(|e| panic!("reading {rel}: {e}"));
+    pando_host::yaml::from_str(&text).unwrap_or_else(|e| panic!("{rel} parses: {e}"))
+}
+
 /// The path of a built component, by crate name with underscores
 /// (`pando_test_adapter`). Panics with the command to run when it is missing:
 /// a test that needs a component must not pass without it.

@@ -98,12 +98,7 @@ impl Environment for Kwok {
 
 /// The example configuration for the test cluster's KWOK nodes, as JSON.
 fn example_config() -> String {
-    let path = components::repo_root().join("examples/kubernetes-config-kwok.yaml");
-    let text =
-        std::fs::read_to_string(&path).expect("reading examples/kubernetes-config-kwok.yaml");
-    let value: serde_json::Value =
-        pando_host::yaml::from_str(&text).expect("the example config parses");
-    value.to_string()
+    components::repo_yaml("examples/kubernetes-config-kwok.yaml").to_string()
 }
 
 fn host() -> Host {

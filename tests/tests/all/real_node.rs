@@ -325,11 +325,7 @@ async fn every_conformance_case_runs_for_real_and_passes_on_the_real_node() {
     let client = cluster::client(cluster::Identity::Pando)
         .await
         .expect("a client for the pando identity");
-    let rel = "examples/kubernetes-config.yaml";
-    let text = std::fs::read_to_string(pando_tests::components::repo_root().join(rel))
-        .unwrap_or_else(|e| panic!("reading {rel}: {e}"));
-    let config: serde_json::Value =
-        pando_host::yaml::from_str(&text).unwrap_or_else(|e| panic!("{rel} parses: {e}"));
+    let config = pando_tests::components::repo_yaml("examples/kubernetes-config.yaml");
     let target = Target {
         host: pando_host::Host::builder()
             .cache_dir(pando_tests::probe::shared_cache())

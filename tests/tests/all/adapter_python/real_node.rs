@@ -17,10 +17,7 @@ use pando_tests::{cluster, components, probe};
 /// it: `adapters/python-kubernetes/config.yaml`, as JSON.
 fn real_node_config() -> String {
     let rel = "adapters/python-kubernetes/config.yaml";
-    let text = std::fs::read_to_string(components::repo_root().join(rel))
-        .unwrap_or_else(|e| panic!("reading {rel}: {e}"));
-    let value: serde_json::Value =
-        pando_host::yaml::from_str(&text).unwrap_or_else(|e| panic!("{rel} parses: {e}"));
+    let value = components::repo_yaml(rel);
     assert_eq!(
         value["runtime_class"], RUNTIME_CLASS,
         "{rel} puts the pods on the real node"
