@@ -60,7 +60,8 @@ struct Cli {
     #[arg(long, global = true)]
     ratios: Option<PathBuf>,
     /// Print the change of each ratio against those committed in this
-    /// markdown file (docs/benchmarks.md's marked block).
+    /// markdown file (docs/benchmarks.md's marked block for this binary's
+    /// build: release, or dev when built as the tests are).
     #[arg(long, global = true)]
     compare_to: Option<PathBuf>,
     #[command(subcommand)]
@@ -130,13 +131,15 @@ async fn run_all(cli: &Cli) -> Result<()> {
         .unwrap_or(0);
     let machine = machine::Machine::read();
     println!(
-        "pando-bench{}: {}",
+        "pando-bench{} ({} build): {}",
         if quick { " --quick" } else { "" },
+        ratios::BUILD,
         machine.summary()
     );
     let mut report = Report {
         machine,
         quick,
+        build: ratios::BUILD,
         started_unix,
         seconds: 0.0,
         benches: Vec::new(),
@@ -173,7 +176,10 @@ async fn run_all(cli: &Cli) -> Result<()> {
     if let Some(path) = &cli.compare_to {
         let md =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        print!("{}", ratios::compare(&now, &ratios::committed(&md)));
+        print!(
+            "{}",
+            ratios::compare(&now, &ratios::committed(&md, ratios::BUILD))
+        );
     }
     let failed: Vec<&str> = report
         .benches

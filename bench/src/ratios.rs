@@ -12,10 +12,30 @@ use anyhow::{Context as _, Result};
 
 use crate::report::Report;
 
-/// Where docs/benchmarks.md keeps the committed ratios, one `key = ratio`
-/// per line between the two markers.
-const START: &str = "<!-- bench-ratios:start -->";
-const END: &str = "<!-- bench-ratios:end -->";
+/// What this binary was compiled as: `release` (`scripts/bench`, the figures
+/// docs/benchmarks.md judges by) or `dev` (the tests' build, which CI's quick
+/// run uses so that it compiles nothing twice). Their ratios differ (the
+/// host's code unoptimized, its twin's too, by different amounts), so each
+/// is compared only with ratios of its own kind.
+pub const BUILD: &str = if cfg!(debug_assertions) {
+    "dev"
+} else {
+    "release"
+};
+
+/// The marked block of docs/benchmarks.md that holds ratios of `build`, one
+/// `key = ratio` per line between its two markers.
+fn markers(build: &str) -> (String, String) {
+    let name = if build == "release" {
+        "bench-ratios".to_string()
+    } else {
+        format!("bench-ratios-{build}")
+    };
+    (
+        format!("<!-- {name}:start -->"),
+        format!("<!-- {name}:end -->"),
+    )
+}
 
 /// `bench/row` → ratio, for every row that has one.
 pub fn of(report: &Report) -> BTreeMap<String, f64> {
@@ -47,15 +67,16 @@ pub fn write(path: &Path, ratios: &BTreeMap<String, f64>) -> Result<()> {
     std::fs::write(path, render(ratios)).with_context(|| format!("writing {}", path.display()))
 }
 
-/// The ratios committed in a markdown file's marked block (none when the
-/// file has no block).
-pub fn committed(markdown: &str) -> BTreeMap<String, f64> {
+/// The ratios committed in a markdown file's marked block for builds of
+/// kind `build` (none when the file has no such block).
+pub fn committed(markdown: &str, build: &str) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
-    let Some(start) = markdown.find(START) else {
+    let (start_marker, end_marker) = markers(build);
+    let Some(start) = markdown.find(&start_marker) else {
         return out;
     };
-    let rest = &markdown[start + START.len()..];
-    let block = rest.find(END).map_or(rest, |end| &rest[..end]);
+    let rest = &markdown[start + start_marker.len()..];
+    let block = rest.find(&end_marker).map_or(rest, |end| &rest[..end]);
     for line in block.lines() {
         if let Some((k, v)) = line.split_once(" = ")
             && let Ok(v) = v.trim().parse::<f64>()
@@ -66,10 +87,12 @@ pub fn committed(markdown: &str) -> BTreeMap<String, f64> {
     out
 }
 
-/// A table of each ratio now against the committed one, with the change.
+/// A table of each ratio now against the committed one of the same build
+/// kind, with the change.
 pub fn compare(now: &BTreeMap<String, f64>, before: &BTreeMap<String, f64>) -> String {
-    let mut out =
-        String::from("\n== ratios against docs/benchmarks.md (host ÷ twin; lower is better)\n");
+    let mut out = format!(
+        "\n== ratios against docs/benchmarks.md's {BUILD} build (host ÷ twin; lower is better)\n"
+    );
     let width = now
         .keys()
         .chain(before.keys())
@@ -98,10 +121,15 @@ mod tests {
 
     #[test]
     fn the_committed_block_is_read_and_compared() {
+        let (start, end) = markers("release");
+        let (dev_start, dev_end) = markers("dev");
         let md = format!(
-            "# Benchmarks\ntext = 9\n{START}\n```text\nupstream/per call, batched = 20.500\nload/x = 2\n```\n{END}\nafter = 1\n"
+            "# Benchmarks\ntext = 9\n{start}\n```text\nupstream/per call, batched = 20.500\nload/x = 2\n```\n{end}\nafter = 1\n{dev_start}\nupstream/per call, batched = 90.000\n{dev_end}\n"
         );
-        let before = committed(&md);
+        // Each build kind reads its own block and never the other's.
+        assert_eq!(committed(&md, "dev").len(), 1);
+        assert_eq!(committed(&md, "dev")["upstream/per call, batched"], 90.0);
+        let before = committed(&md, "release");
         assert_eq!(before.len(), 2, "{before:?}");
         assert_eq!(before["upstream/per call, batched"], 20.5);
         let mut now = BTreeMap::new();
@@ -114,6 +142,6 @@ mod tests {
             table.contains("load/x") && table.contains("not measured"),
             "{table}"
         );
-        assert_eq!(committed("no block"), BTreeMap::new());
+        assert_eq!(committed("no block", "release"), BTreeMap::new());
     }
 }

@@ -172,6 +172,9 @@ pub struct Report {
     pub machine: Machine,
     /// Whether this was the short CI run.
     pub quick: bool,
+    /// `release` or `dev` (`crate::ratios::BUILD`): figures compare only
+    /// with figures of the same build.
+    pub build: &'static str,
     /// Seconds since the Unix epoch when the run started.
     pub started_unix: u64,
     /// Wall time of the whole run.
