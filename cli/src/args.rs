@@ -197,6 +197,9 @@ pub enum Verb {
     Capabilities,
     /// Print workload changes, one per line, until Ctrl-C.
     Watch,
+    /// Serve the adapter to a Go program on hashicorp/go-plugin's protocol
+    /// (started by its plugin client, not by hand; docs/go.md).
+    Serve,
     /// Volumes: create, snapshot, restore, destroy.
     #[command(subcommand)]
     Volume(VolumeVerb),

@@ -30,7 +30,7 @@ use clap::Parser;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
-use args::{Cli, Color, Format, LogFormat, Verb, VolumeVerb};
+use args::{Cli, Color, Format, Global, LogFormat, Verb, VolumeVerb};
 use failure::{Failure, Outcome};
 use session::Call;
 
@@ -131,6 +131,9 @@ async fn dispatch(cli: Cli) -> Outcome {
     if let Verb::Inspect { component } = &verb {
         return inspect::inspect(&global, component).await;
     }
+    if let Verb::Serve = &verb {
+        return serve(&global).await;
+    }
     let adapter = session::load(&global).await?;
     // Held to the end of the verb: dropped, it stops serving.
     let _endpoint = match global.metrics_listen {
@@ -167,6 +170,21 @@ async fn dispatch(cli: Cli) -> Outcome {
         }
         other => other,
     }
+}
+
+/// `serve`: the plugin host's environment checked first (a run by hand
+/// fails at once, saying what the verb is for), then the adapter loaded as
+/// every verb loads it, then served until the plugin host stops it. A load
+/// that fails prints the host's words on stderr, where the Go side reads
+/// them into its error.
+async fn serve(global: &Global) -> Outcome {
+    let version = pando_serve::preflight().map_err(|e| Failure::input(e.to_string()))?;
+    let adapter = session::load(global).await?;
+    let name = adapter.kind_info().kind.clone();
+    let adapters = pando_serve::Adapters::new(std::collections::BTreeMap::from([(name, adapter)]));
+    pando_serve::serve(adapters, version)
+        .await
+        .map_err(|e| Failure::other("pando-host serve", e))
 }
 
 /// `text` to `path`, or to stderr for `-` (stdout is the verb's).
@@ -234,6 +252,7 @@ async fn run_verb(call: &Call, verb: &Verb) -> Outcome {
         Verb::Trial { request } => verbs::trial(call, request).await,
         Verb::HasImage { image } => verbs::has_image(call, image).await,
         Verb::Conformance(_) => Err(Failure::input("conformance loads the adapter itself")),
+        Verb::Serve => Err(Failure::input("serve loads the adapter itself")),
         Verb::Grants(_) | Verb::Completions { .. } | Verb::Schema { .. } => {
             Err(Failure::input("this verb takes no adapter"))
         }

@@ -1,0 +1,31 @@
+//! `pando-host serve`: adapters loaded by the host, served to a Go program
+//! on hashicorp/go-plugin's protocol (docs/go.md).
+//!
+//! - `goplugin`: the protocol: cookie, version, socket, handshake line, the
+//!   services go-plugin's client calls, stopping.
+//! - `service`: the contract's `Adapter` service over the host's API, with
+//!   `call` (which adapter, deadline, cancellation), `streams` and `exec`.
+//! - `convert` and `status`: messages to the host's types and back, and a
+//!   failed call as a gRPC status carrying the contract's error.
+
+pub mod call;
+pub mod convert;
+mod exec;
+pub mod goplugin;
+pub mod service;
+pub mod status;
+mod streams;
+
+/// The messages and services, generated from `proto/` at build time.
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    tonic::include_proto!("pando.runtime.v0_1");
+
+    /// go-plugin's own services (`serve/proto/goplugin.proto`).
+    pub mod plugin {
+        tonic::include_proto!("plugin");
+    }
+}
+
+pub use call::Adapters;
+pub use goplugin::{ServeError, preflight, serve};
