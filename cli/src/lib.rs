@@ -177,6 +177,7 @@ async fn dispatch(cli: Cli) -> Outcome {
 /// every verb loads it, then served until the plugin host stops it. A load
 /// that fails prints the host's words on stderr, where the Go side reads
 /// them into its error.
+#[cfg(feature = "serve")]
 async fn serve(global: &Global) -> Outcome {
     let version = pando_serve::preflight().map_err(|e| Failure::input(e.to_string()))?;
     let adapter = session::load(global).await?;
@@ -185,6 +186,15 @@ async fn serve(global: &Global) -> Outcome {
     pando_serve::serve(adapters, version)
         .await
         .map_err(|e| Failure::other("pando-host serve", e))
+}
+
+/// `serve` in a build without it (the fuzz crate's).
+#[cfg(not(feature = "serve"))]
+async fn serve(_: &Global) -> Outcome {
+    Err(Failure::input(
+        "this pando-host was built without the `serve` feature (cargo's default): rebuild it \
+         with `--features serve`",
+    ))
 }
 
 /// `text` to `path`, or to stderr for `-` (stdout is the verb's).
