@@ -198,18 +198,11 @@ func (a *Adapter) SnapshotVolume(ctx context.Context, h api.VolumeHandle, dst io
 	if err != nil {
 		return a.callError(ctx, "snapshot-volume", err)
 	}
-	for {
-		c, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return a.callError(ctx, "snapshot-volume", err)
-		}
-		if _, err := dst.Write(c.GetData()); err != nil {
-			return fmt.Errorf("snapshot-volume: writing the archive: %w", err)
-		}
+	recvErr, writeErr := copyChunks(stream.Recv, dst)
+	if writeErr != nil {
+		return fmt.Errorf("snapshot-volume: writing the archive: %w", writeErr)
 	}
+	return a.callError(ctx, "snapshot-volume", recvErr)
 }
 
 // RestoreVolume replaces a volume's contents with a tar stream
@@ -230,27 +223,17 @@ func (a *Adapter) RestoreVolume(ctx context.Context, h api.VolumeHandle, src io.
 		_, err = stream.CloseAndRecv()
 		return a.callError(ctx, "restore-volume", err)
 	}
-	buf := make([]byte, chunkSize)
-	for {
-		n, rerr := src.Read(buf)
-		if n > 0 {
-			data := append([]byte(nil), buf[:n]...)
-			if err := stream.Send(&pb.RestoreVolumeRequest{Part: &pb.RestoreVolumeRequest_Data{Data: data}}); err != nil {
-				// The server ended the call: its status says why.
-				_, err = stream.CloseAndRecv()
-				return a.callError(ctx, "restore-volume", err)
-			}
-		}
-		if errors.Is(rerr, io.EOF) {
-			break
-		}
-		if rerr != nil {
-			// Cancelling makes the host fail the restore, which leaves the
-			// volume as it was.
-			cancel()
-			return fmt.Errorf("restore-volume: reading the archive: %w", rerr)
-		}
+	readErr := sendChunks(src, func(data []byte) error {
+		return stream.Send(&pb.RestoreVolumeRequest{Part: &pb.RestoreVolumeRequest_Data{Data: data}})
+	})
+	if readErr != nil {
+		// Cancelling makes the host fail the restore, which leaves the
+		// volume as it was.
+		cancel()
+		return fmt.Errorf("restore-volume: reading the archive: %w", readErr)
 	}
+	// Whether all was sent or the server ended the call early, its status
+	// says how it went.
 	_, err = stream.CloseAndRecv()
 	return a.callError(ctx, "restore-volume", err)
 }
@@ -280,22 +263,10 @@ func (a *Adapter) ImportImage(ctx context.Context, src io.Reader) (string, error
 	if err != nil {
 		return "", a.callError(ctx, "import-image", err)
 	}
-	buf := make([]byte, chunkSize)
-	for {
-		n, rerr := src.Read(buf)
-		if n > 0 {
-			if err := stream.Send(&pb.Chunk{Data: append([]byte(nil), buf[:n]...)}); err != nil {
-				_, err = stream.CloseAndRecv()
-				return "", a.callError(ctx, "import-image", err)
-			}
-		}
-		if errors.Is(rerr, io.EOF) {
-			break
-		}
-		if rerr != nil {
-			cancel()
-			return "", fmt.Errorf("import-image: reading the image: %w", rerr)
-		}
+	readErr := sendChunks(src, func(data []byte) error { return stream.Send(&pb.Chunk{Data: data}) })
+	if readErr != nil {
+		cancel()
+		return "", fmt.Errorf("import-image: reading the image: %w", readErr)
 	}
 	m, err := stream.CloseAndRecv()
 	if err != nil {
@@ -323,6 +294,44 @@ func opened(stream grpc.ClientStream) error {
 
 // chunkSize is what one message carries of a stream the client sends.
 const chunkSize = 64 << 10
+
+// sendChunks sends src in chunks of at most chunkSize until it ends or a
+// send fails (the server ended the call; its status, from CloseAndRecv,
+// says why). It returns only src's own failure.
+func sendChunks(src io.Reader, send func([]byte) error) error {
+	buf := make([]byte, chunkSize)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if send(append([]byte(nil), buf[:n]...)) != nil {
+				return nil
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// copyChunks writes each chunk a server stream sends into dst until the
+// stream ends: recvErr is the stream's failure (its status), writeErr dst's.
+func copyChunks(recv func() (*pb.Chunk, error), dst io.Writer) (recvErr, writeErr error) {
+	for {
+		c, err := recv()
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err != nil {
+			return err, nil
+		}
+		if _, err := dst.Write(c.GetData()); err != nil {
+			return nil, err
+		}
+	}
+}
 
 // Logs streams a workload's log, its newest instance's, a finished one
 // included. Close the reader to stop following.
@@ -406,18 +415,11 @@ func (a *Adapter) Run(ctx context.Context, ref api.WorkloadRef, req api.RunReque
 	if out == nil {
 		out = io.Discard
 	}
-	for {
-		c, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return a.callError(ctx, "run", err)
-		}
-		if _, err := out.Write(c.GetData()); err != nil {
-			return fmt.Errorf("run: writing stdout: %w", err)
-		}
+	recvErr, writeErr := copyChunks(stream.Recv, out)
+	if writeErr != nil {
+		return fmt.Errorf("run: writing stdout: %w", writeErr)
 	}
+	return a.callError(ctx, "run", recvErr)
 }
 
 // Trial runs a workload once, watched, and reports what it did.

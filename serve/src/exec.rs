@@ -15,7 +15,7 @@ use crate::pb::exec_client_message::Part as In;
 use crate::pb::exec_server_message::Part as OutPart;
 use crate::service::Out;
 use crate::status;
-use crate::streams::CHUNK;
+use crate::streams::send_pieces;
 
 /// Opens the session the first message asks for and streams it.
 pub async fn session(
@@ -100,13 +100,11 @@ async fn pump(
 ) {
     while let Some(next) = stream.next_chunk().await {
         let Ok(bytes) = next else { break };
-        for piece in bytes.chunks(CHUNK) {
-            let m = pb::ExecServerMessage {
-                part: Some(part(piece.to_vec())),
-            };
-            if tx.send(Ok(m)).await.is_err() {
-                return;
-            }
+        let wrap = |data| pb::ExecServerMessage {
+            part: Some(part(data)),
+        };
+        if !send_pieces(&tx, &bytes, wrap).await {
+            return;
         }
     }
 }

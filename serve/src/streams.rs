@@ -104,20 +104,27 @@ pub fn bytes(mut stream: ByteStream) -> Out<pb::Chunk> {
                     break;
                 }
             };
-            for piece in bytes.chunks(CHUNK) {
-                if tx
-                    .send(Ok(pb::Chunk {
-                        data: piece.to_vec(),
-                    }))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
+            if !send_pieces(&tx, &bytes, |data| pb::Chunk { data }).await {
+                return;
             }
         }
     });
     Box::pin(ReceiverStream::new(rx))
+}
+
+/// Sends `bytes` as messages of at most `CHUNK` bytes each, made by `wrap`;
+/// false once the receiver is gone.
+pub(crate) async fn send_pieces<M>(
+    tx: &mpsc::Sender<Result<M, Status>>,
+    bytes: &[u8],
+    wrap: impl Fn(Vec<u8>) -> M,
+) -> bool {
+    for piece in bytes.chunks(CHUNK) {
+        if tx.send(Ok(wrap(piece.to_vec()))).await.is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// A client's stream of messages as bytes to read, each message's bytes
