@@ -199,7 +199,14 @@ pub enum Verb {
     Watch,
     /// Serve the adapter to a Go program on hashicorp/go-plugin's protocol
     /// (started by its plugin client, not by hand; docs/go.md).
-    Serve,
+    Serve {
+        /// Serve several adapters, each under its name, from one process:
+        /// a YAML or JSON file of `NAME: {component, digest, grants, config,
+        /// limits, kubeconfig, context}` (paths relative to the file), in
+        /// place of `--adapter` and its flags.
+        #[arg(long, value_name = "FILE")]
+        adapters: Option<PathBuf>,
+    },
     /// Volumes: create, snapshot, restore, destroy.
     #[command(subcommand)]
     Volume(VolumeVerb),

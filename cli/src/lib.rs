@@ -18,6 +18,8 @@ pub mod new;
 pub mod output;
 pub mod plan;
 pub mod schema;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod session;
 pub mod shell;
 pub mod streams;
@@ -131,8 +133,8 @@ async fn dispatch(cli: Cli) -> Outcome {
     if let Verb::Inspect { component } = &verb {
         return inspect::inspect(&global, component).await;
     }
-    if let Verb::Serve = &verb {
-        return serve(&global).await;
+    if let Verb::Serve { adapters } = &verb {
+        return serve(&global, adapters.as_deref()).await;
     }
     let adapter = session::load(&global).await?;
     // Held to the end of the verb: dropped, it stops serving.
@@ -178,11 +180,10 @@ async fn dispatch(cli: Cli) -> Outcome {
 /// that fails prints the host's words on stderr, where the Go side reads
 /// them into its error.
 #[cfg(feature = "serve")]
-async fn serve(global: &Global) -> Outcome {
+async fn serve(global: &Global, file: Option<&std::path::Path>) -> Outcome {
     let version = pando_serve::preflight().map_err(|e| Failure::input(e.to_string()))?;
-    let adapter = session::load(global).await?;
-    let name = adapter.kind_info().kind.clone();
-    let adapters = pando_serve::Adapters::new(std::collections::BTreeMap::from([(name, adapter)]));
+    let sources = serve::sources(global, file)?;
+    let adapters = pando_serve::Adapters::new(serve::load(global, sources).await?);
     pando_serve::serve(adapters, version)
         .await
         .map_err(|e| Failure::other("pando-host serve", e))
@@ -190,7 +191,7 @@ async fn serve(global: &Global) -> Outcome {
 
 /// `serve` in a build without it (the fuzz crate's).
 #[cfg(not(feature = "serve"))]
-async fn serve(_: &Global) -> Outcome {
+async fn serve(_: &Global, _: Option<&std::path::Path>) -> Outcome {
     Err(Failure::input(
         "this pando-host was built without the `serve` feature (cargo's default): rebuild it \
          with `--features serve`",
@@ -262,7 +263,7 @@ async fn run_verb(call: &Call, verb: &Verb) -> Outcome {
         Verb::Trial { request } => verbs::trial(call, request).await,
         Verb::HasImage { image } => verbs::has_image(call, image).await,
         Verb::Conformance(_) => Err(Failure::input("conformance loads the adapter itself")),
-        Verb::Serve => Err(Failure::input("serve loads the adapter itself")),
+        Verb::Serve { .. } => Err(Failure::input("serve loads the adapter itself")),
         Verb::Grants(_) | Verb::Completions { .. } | Verb::Schema { .. } => {
             Err(Failure::input("this verb takes no adapter"))
         }

@@ -29,7 +29,11 @@ pub fn host(global: &Global) -> Outcome<Host> {
 
 /// The grants named by `--grants`, or none.
 pub fn grants(global: &Global) -> Outcome<Grants> {
-    match &global.grants {
+    grants_at(global.grants.as_deref())
+}
+
+fn grants_at(path: Option<&Path>) -> Outcome<Grants> {
+    match path {
         Some(path) => Ok(Grants::from_path(path)?),
         None => Ok(Grants::none()),
     }
@@ -76,28 +80,73 @@ pub async fn kubernetes(
 
 /// The limits named by `--limits`, or the defaults.
 pub fn limits(global: &Global) -> Outcome<Limits> {
-    match &global.limits {
+    limits_at(global.limits.as_deref())
+}
+
+fn limits_at(path: Option<&Path>) -> Outcome<Limits> {
+    match path {
         Some(path) => input::read_document(path),
         None => Ok(Limits::default()),
+    }
+}
+
+/// Where an adapter comes from and what it is given: the component and
+/// the files and flags every verb loads it with.
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    /// The component (a `.wasm` file).
+    pub component: PathBuf,
+    /// The SHA-256 it must have.
+    pub digest: Option<String>,
+    /// Its grants file.
+    pub grants: Option<PathBuf>,
+    /// Its configuration file.
+    pub config: Option<PathBuf>,
+    /// Its limits file.
+    pub limits: Option<PathBuf>,
+    /// The kubeconfig of its Kubernetes import.
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context.
+    pub context: Option<String>,
+}
+
+impl Source {
+    /// The adapter the global flags name (`--adapter`, `--grants`, …).
+    pub fn of(global: &Global) -> Outcome<Source> {
+        let component = global.adapter.clone().ok_or_else(|| {
+            Failure::input("no adapter given: pass --adapter COMPONENT or set PANDO_ADAPTER")
+        })?;
+        Ok(Source {
+            component,
+            digest: global.digest.clone(),
+            grants: global.grants.clone(),
+            config: global.config.clone(),
+            limits: global.limits.clone(),
+            kubeconfig: global.kubeconfig.clone(),
+            context: global.context.clone(),
+        })
     }
 }
 
 /// Loads the adapter named by `--adapter` with the grants, configuration,
 /// limits and Kubernetes flags.
 pub async fn load(global: &Global) -> Outcome<Adapter> {
-    let path: &PathBuf = global.adapter.as_ref().ok_or_else(|| {
-        Failure::input("no adapter given: pass --adapter COMPONENT or set PANDO_ADAPTER")
-    })?;
-    let config = match &global.config {
+    let source = Source::of(global)?;
+    load_source(&host(global)?, &source).await
+}
+
+/// Loads the adapter `source` describes into `host`.
+pub async fn load_source(host: &Host, source: &Source) -> Outcome<Adapter> {
+    let config = match &source.config {
         Some(file) => input::read_config(file)?,
         None => "{}".to_string(),
     };
-    let grants = grants(global)?;
-    let limits = limits(global)?;
+    let grants = grants_at(source.grants.as_deref())?;
+    let limits = limits_at(source.limits.as_deref())?;
     let client = kubernetes(
         &grants,
-        global.kubeconfig.as_deref(),
-        global.context.as_deref(),
+        source.kubeconfig.as_deref(),
+        source.context.as_deref(),
     )
     .await?;
     let options = LoadOptions {
@@ -105,14 +154,12 @@ pub async fn load(global: &Global) -> Outcome<Adapter> {
         config,
         limits,
         kubernetes: client,
-        expected_digest: global.digest.clone(),
+        expected_digest: source.digest.clone(),
         progress: compile_progress(),
         ..LoadOptions::default()
     };
-    let host = host(global)?;
-    Ok(host.load_file(path, options).await?)
+    Ok(host.load_file(&source.component, options).await?)
 }
-
 /// On a terminal, a line while a first load compiles (seconds on a small
 /// machine) and one when it is done, as cargo and docker show progress
 /// there; nothing into pipes and logs, whose readers parse stderr.

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
-	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
 	"pandohost/api"
@@ -21,15 +19,10 @@ import (
 // pool. If the plugin process dies, the call in flight fails with a
 // *PluginError and the next call starts it again.
 type Adapter struct {
-	cfg    Config
-	stderr *tail
-
-	mu       sync.Mutex
-	closed   bool
-	client   *plugin.Client
-	protocol plugin.ClientProtocol
-	rpc      pb.AdapterClient
-	info     api.KindInfo
+	p    *Plugin
+	name string // the pando-adapter header; empty for a plugin's only adapter
+	owns bool   // made by Load: Close stops the plugin
+	info api.KindInfo
 }
 
 // Configure is not taken at run time: a Wasm adapter's configuration is
@@ -43,7 +36,7 @@ func (a *Adapter) Configure(_ context.Context, _ json.RawMessage) error {
 
 // Capabilities reports what the adapter can do.
 func (a *Adapter) Capabilities(ctx context.Context) (api.RuntimeCapabilities, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return api.RuntimeCapabilities{}, err
 	}
@@ -56,7 +49,7 @@ func (a *Adapter) Capabilities(ctx context.Context) (api.RuntimeCapabilities, er
 
 // HealthCheck says whether the runtime can be used now (O-43).
 func (a *Adapter) HealthCheck(ctx context.Context) error {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -66,7 +59,7 @@ func (a *Adapter) HealthCheck(ctx context.Context) error {
 
 // Capacity is what the runtime can hold for Pando.
 func (a *Adapter) Capacity(ctx context.Context) (api.Capacity, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return api.Capacity{}, err
 	}
@@ -80,7 +73,7 @@ func (a *Adapter) Capacity(ctx context.Context) (api.Capacity, error) {
 // LargestFitFor is the roomiest node for one bundle; nil when no node is
 // eligible.
 func (a *Adapter) LargestFitFor(ctx context.Context, bundleID string) (*api.Fit, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +86,7 @@ func (a *Adapter) LargestFitFor(ctx context.Context, bundleID string) (*api.Fit,
 
 // InUse is what Pando has on the runtime.
 func (a *Adapter) InUse(ctx context.Context) (api.InUse, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return api.InUse{}, err
 	}
@@ -106,7 +99,7 @@ func (a *Adapter) InUse(ctx context.Context) (api.InUse, error) {
 
 // Apply converges an app toward the plan (idempotent).
 func (a *Adapter) Apply(ctx context.Context, p api.BundlePlan) (api.BundleHandle, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return api.BundleHandle{}, err
 	}
@@ -119,7 +112,7 @@ func (a *Adapter) Apply(ctx context.Context, p api.BundlePlan) (api.BundleHandle
 
 // Observe reports what exists for an app; it never remediates.
 func (a *Adapter) Observe(ctx context.Context, ref api.BundleRef) (api.ObservedBundle, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return api.ObservedBundle{}, err
 	}
@@ -132,7 +125,7 @@ func (a *Adapter) Observe(ctx context.Context, ref api.BundleRef) (api.ObservedB
 
 // Stop stops an app's running workloads and keeps everything else.
 func (a *Adapter) Stop(ctx context.Context, ref api.BundleRef) error {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -142,7 +135,7 @@ func (a *Adapter) Stop(ctx context.Context, ref api.BundleRef) error {
 
 // Destroy removes an app; its volumes stay with KeepVolumes.
 func (a *Adapter) Destroy(ctx context.Context, ref api.BundleRef, opts api.DestroyOptions) error {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -152,7 +145,7 @@ func (a *Adapter) Destroy(ctx context.Context, ref api.BundleRef, opts api.Destr
 
 // Usage is what an app uses.
 func (a *Adapter) Usage(ctx context.Context, ref api.BundleRef) (api.BundleUsage, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return api.BundleUsage{}, err
 	}
@@ -165,7 +158,7 @@ func (a *Adapter) Usage(ctx context.Context, ref api.BundleRef) (api.BundleUsage
 
 // CreateVolume makes a volume for an app.
 func (a *Adapter) CreateVolume(ctx context.Context, req api.VolumeRequest) (api.VolumeHandle, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return api.VolumeHandle{}, err
 	}
@@ -178,7 +171,7 @@ func (a *Adapter) CreateVolume(ctx context.Context, req api.VolumeRequest) (api.
 
 // DestroyVolume deletes a volume and its data.
 func (a *Adapter) DestroyVolume(ctx context.Context, h api.VolumeHandle) error {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -188,7 +181,7 @@ func (a *Adapter) DestroyVolume(ctx context.Context, h api.VolumeHandle) error {
 
 // SnapshotVolume writes a volume's contents as a tar stream into dst.
 func (a *Adapter) SnapshotVolume(ctx context.Context, h api.VolumeHandle, dst io.Writer) error {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -208,7 +201,7 @@ func (a *Adapter) SnapshotVolume(ctx context.Context, h api.VolumeHandle, dst io
 // RestoreVolume replaces a volume's contents with a tar stream
 // SnapshotVolume wrote, in place.
 func (a *Adapter) RestoreVolume(ctx context.Context, h api.VolumeHandle, src io.Reader) error {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -240,7 +233,7 @@ func (a *Adapter) RestoreVolume(ctx context.Context, h api.VolumeHandle, src io.
 
 // HasImage says whether an image can be run without importing it.
 func (a *Adapter) HasImage(ctx context.Context, image string) (bool, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -253,7 +246,7 @@ func (a *Adapter) HasImage(ctx context.Context, image string) (bool, error) {
 
 // ImportImage loads an image from a tar stream; its reference.
 func (a *Adapter) ImportImage(ctx context.Context, src io.Reader) (string, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -336,7 +329,7 @@ func copyChunks(recv func() (*pb.Chunk, error), dst io.Writer) (recvErr, writeEr
 // Logs streams a workload's log, its newest instance's, a finished one
 // included. Close the reader to stop following.
 func (a *Adapter) Logs(ctx context.Context, ref api.WorkloadRef, opts api.LogOptions) (io.ReadCloser, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +394,7 @@ func (r *chunkReader) Close() error {
 // its stdout into req.Stdout as it comes; a non-zero exit is an
 // *api.Error of kind command-failed with the stderr that explains it.
 func (a *Adapter) Run(ctx context.Context, ref api.WorkloadRef, req api.RunRequest) error {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -425,7 +418,7 @@ func (a *Adapter) Run(ctx context.Context, ref api.WorkloadRef, req api.RunReque
 // Trial runs a workload once, watched, and reports what it did.
 // Cancelling ctx ends the trial; the adapter removes what it made.
 func (a *Adapter) Trial(ctx context.Context, req api.TrialRequest) (api.TrialResult, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return api.TrialResult{}, err
 	}
@@ -441,7 +434,7 @@ func (a *Adapter) Upstream(ctx context.Context, ref api.WorkloadRef, port int) (
 	if port < 0 || port > 65535 {
 		return api.Upstream{}, &api.Error{Kind: api.ErrorInvalid, Message: fmt.Sprintf("port %d is not a port (0-65535)", port)}
 	}
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return api.Upstream{}, err
 	}
@@ -457,7 +450,7 @@ func (a *Adapter) Upstream(ctx context.Context, ref api.WorkloadRef, port int) (
 // *api.Error of kind unavailable: core lists and sweeps, then watches
 // again, as the spec says of the reference adapter).
 func (a *Adapter) WatchBundles(ctx context.Context, sink func(api.BundleEvent)) error {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -494,7 +487,7 @@ func (a *Adapter) WatchBundles(ctx context.Context, sink func(api.BundleEvent)) 
 
 // ApplyEdge creates or updates the edge.
 func (a *Adapter) ApplyEdge(ctx context.Context, p api.EdgePlan) error {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -504,7 +497,7 @@ func (a *Adapter) ApplyEdge(ctx context.Context, p api.EdgePlan) error {
 
 // ObserveEdge reports whether an edge serves, in an operator's words.
 func (a *Adapter) ObserveEdge(ctx context.Context, name string) (api.EdgeState, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return api.EdgeState{}, err
 	}
@@ -517,7 +510,7 @@ func (a *Adapter) ObserveEdge(ctx context.Context, name string) (api.EdgeState, 
 
 // RemoveEdge removes an edge and everything made for it.
 func (a *Adapter) RemoveEdge(ctx context.Context, name string) error {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -527,7 +520,7 @@ func (a *Adapter) RemoveEdge(ctx context.Context, name string) error {
 
 // Edges are the edges that exist.
 func (a *Adapter) Edges(ctx context.Context) ([]string, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -540,7 +533,7 @@ func (a *Adapter) Edges(ctx context.Context) ([]string, error) {
 
 // EdgeVolumes are the volumes the edge keeps.
 func (a *Adapter) EdgeVolumes(ctx context.Context) ([]api.VolumeHandle, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return nil, err
 	}

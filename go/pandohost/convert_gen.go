@@ -11,26 +11,6 @@ import (
 
 var _ = fmt.Errorf
 
-func toPBEgressRuleList(v *[]api.EgressRule) *pb.EgressRuleList {
-	if v == nil {
-		return nil
-	}
-	return &pb.EgressRuleList{Items: mapSlice(*v, func(x api.EgressRule) *pb.EgressRule { return toPBEgressRule(x) })}
-}
-
-func fromPBEgressRuleList(m *pb.EgressRuleList) (*[]api.EgressRule, error) {
-	if m == nil {
-		return nil, nil
-	}
-	var items []api.EgressRule
-	var err error
-	if items, err = mapSliceErr(m.GetItems(), fromPBEgressRule); err != nil {
-		return nil, fmt.Errorf("EgressRuleList: %w", err)
-	}
-	_ = err
-	return &items, nil
-}
-
 func toPBStringList(v *[]string) *pb.StringList {
 	if v == nil {
 		return nil

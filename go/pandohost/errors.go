@@ -60,7 +60,7 @@ func (a *Adapter) callError(ctx context.Context, op string, err error) error {
 	}
 	st, ok := status.FromError(err)
 	if !ok {
-		return &PluginError{Op: op, Err: err, Stderr: a.stderr.Tail()}
+		return &PluginError{Op: op, Err: err, Stderr: a.p.stderr.Tail()}
 	}
 	for _, d := range st.Details() {
 		switch e := d.(type) {
@@ -73,8 +73,8 @@ func (a *Adapter) callError(ctx context.Context, op string, err error) error {
 	// No details: the transport's own status (the plugin went away, the
 	// connection broke).
 	if st.Code() == codes.Unavailable || st.Code() == codes.Canceled || st.Code() == codes.Internal {
-		a.dropIfDead()
-		return &PluginError{Op: op, Err: err, Stderr: a.stderr.Tail()}
+		a.p.dropIfDead()
+		return &PluginError{Op: op, Err: err, Stderr: a.p.stderr.Tail()}
 	}
 	return &HostError{Kind: "grpc", Message: st.Message(), Code: st.Code()}
 }

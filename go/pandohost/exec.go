@@ -14,7 +14,7 @@ import (
 // Exec opens an interactive session in a workload's running instance
 // core has authorized it and written the audit event.
 func (a *Adapter) Exec(ctx context.Context, ref api.WorkloadRef, req api.ExecRequest) (api.ExecSession, error) {
-	rpc, err := a.conn(ctx)
+	ctx, rpc, err := a.conn(ctx)
 	if err != nil {
 		return nil, err
 	}

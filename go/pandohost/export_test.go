@@ -5,12 +5,13 @@ import "syscall"
 // KillPluginForTest kills the plugin process as a crash would (SIGKILL),
 // without telling the client.
 func KillPluginForTest(a *Adapter) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.client == nil {
+	p := a.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client == nil {
 		return nil
 	}
-	cfg := a.client.ReattachConfig()
+	cfg := p.client.ReattachConfig()
 	if cfg == nil || cfg.Pid == 0 {
 		return nil
 	}

@@ -2,9 +2,12 @@ package pandohost
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"pandohost/api"
 	"pandohost/internal/pb"
@@ -52,18 +56,85 @@ type Config struct {
 	StartTimeout time.Duration
 }
 
-func (c Config) args() []string {
-	args := []string{"serve", "--adapter", c.Component}
-	for _, f := range []struct{ flag, value string }{
-		{"--digest", c.Digest}, {"--grants", c.Grants}, {"--config", c.Config},
-		{"--limits", c.Limits}, {"--kubeconfig", c.Kubeconfig}, {"--context", c.Context},
-		{"--cache-dir", c.CacheDir},
-	} {
-		if f.value != "" {
-			args = append(args, f.flag, f.value)
-		}
+// PluginConfig is one pando-host serve process serving several adapters,
+// each under its name: one engine and compile cache for all of them (one
+// cluster each, or different runtimes).
+type PluginConfig struct {
+	// PandoHost is the pando-host binary; empty is `pando-host` on PATH.
+	PandoHost string
+	// Adapters are the adapters by name. Of each Config only what says
+	// what to load is read (Component, Digest, Grants, Config, Limits,
+	// Kubeconfig, Context); the process's settings are these.
+	Adapters map[string]Config
+	// CacheDir, Env, Logger and StartTimeout are as in Config.
+	CacheDir     string
+	Env          []string
+	Logger       hclog.Logger
+	StartTimeout time.Duration
+}
+
+func (c Config) plugin() PluginConfig {
+	return PluginConfig{
+		PandoHost: c.PandoHost, Adapters: map[string]Config{"": c}, CacheDir: c.CacheDir,
+		Env: c.Env, Logger: c.Logger, StartTimeout: c.StartTimeout,
 	}
-	return args
+}
+
+// args is pando-host serve's command line: the flags for one unnamed
+// adapter, else `--adapters FILE` with the file written into dir.
+func (c PluginConfig) args(dir string) ([]string, error) {
+	args := []string{"serve"}
+	if c.CacheDir != "" {
+		args = append(args, "--cache-dir", c.CacheDir)
+	}
+	if one, ok := c.Adapters[""]; ok && len(c.Adapters) == 1 {
+		args = append(args, "--adapter", one.Component)
+		for _, f := range []struct{ flag, value string }{
+			{"--digest", one.Digest}, {"--grants", one.Grants}, {"--config", one.Config},
+			{"--limits", one.Limits}, {"--kubeconfig", one.Kubeconfig}, {"--context", one.Context},
+		} {
+			if f.value != "" {
+				args = append(args, f.flag, f.value)
+			}
+		}
+		return args, nil
+	}
+	type entry struct {
+		Component  string `json:"component"`
+		Digest     string `json:"digest,omitempty"`
+		Grants     string `json:"grants,omitempty"`
+		Config     string `json:"config,omitempty"`
+		Limits     string `json:"limits,omitempty"`
+		Kubeconfig string `json:"kubeconfig,omitempty"`
+		Context    string `json:"context,omitempty"`
+	}
+	entries := map[string]entry{}
+	for name, a := range c.Adapters {
+		if name == "" {
+			return nil, errors.New("pandohost: with several adapters, each needs a name")
+		}
+		// The file's relative paths would be read beside it, in dir.
+		abs := func(p string) string {
+			if p == "" || filepath.IsAbs(p) {
+				return p
+			}
+			if full, err := filepath.Abs(p); err == nil {
+				return full
+			}
+			return p
+		}
+		entries[name] = entry{abs(a.Component), a.Digest, abs(a.Grants), abs(a.Config),
+			abs(a.Limits), abs(a.Kubeconfig), a.Context}
+	}
+	data, err := json.Marshal(entries)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "adapters.json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return nil, err
+	}
+	return append(args, "--adapters", file), nil
 }
 
 // grpcPlugin is the adapter service's side of go-plugin: the client only.
@@ -79,83 +150,160 @@ func (grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.Cl
 	return pb.NewAdapterClient(c), nil
 }
 
-// Load starts pando-host serve with the adapter and returns it once the
-// adapter is loaded and answering. A component the host refuses (malformed,
-// of a contract version it does not serve, granted what it may not have)
-// is a *PluginError carrying the host's words.
-func Load(ctx context.Context, cfg Config) (*Adapter, error) {
-	a := &Adapter{cfg: cfg, stderr: newTail(16 << 10)}
-	if _, err := a.conn(ctx); err != nil {
+// Plugin is one pando-host serve process and the adapters it serves. Safe
+// for concurrent use. If the process dies, the calls in flight fail with a
+// *PluginError and the next call starts it again.
+type Plugin struct {
+	cfg    PluginConfig
+	stderr *tail
+
+	mu       sync.Mutex
+	closed   bool
+	client   *plugin.Client
+	protocol plugin.ClientProtocol
+	rpc      pb.AdapterClient
+}
+
+// Start starts pando-host serve with the adapters and returns once all are
+// loaded; Adapter picks one. A component the host refuses is a
+// *PluginError carrying the host's words, naming the adapter.
+func Start(ctx context.Context, cfg PluginConfig) (*Plugin, error) {
+	if len(cfg.Adapters) == 0 {
+		return nil, errors.New("pandohost: PluginConfig.Adapters is empty: name at least one adapter")
+	}
+	p := &Plugin{cfg: cfg, stderr: newTail(16 << 10)}
+	if _, err := p.conn(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Adapter is the adapter loaded under name, which it reads the identity
+// of. The adapter shares the plugin: closing it does not stop the plugin.
+func (p *Plugin) Adapter(ctx context.Context, name string) (*Adapter, error) {
+	if _, ok := p.cfg.Adapters[name]; !ok {
+		return nil, fmt.Errorf("pandohost: no adapter named %q in this plugin's PluginConfig.Adapters", name)
+	}
+	a := &Adapter{p: p, name: name}
+	if err := a.readInfo(ctx); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-// conn is the running plugin's client, starting the plugin when it is not
-// running (the first call, or after it died).
-func (a *Adapter) conn(ctx context.Context) (pb.AdapterClient, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.client != nil && !a.client.Exited() {
-		return a.rpc, nil
+// Load starts pando-host serve with the adapter and returns it once the
+// adapter is loaded and answering. A component the host refuses (malformed,
+// of a contract version it does not serve, granted what it may not have)
+// is a *PluginError carrying the host's words. Closing the adapter stops
+// its plugin.
+func Load(ctx context.Context, cfg Config) (*Adapter, error) {
+	p, err := Start(ctx, cfg.plugin())
+	if err != nil {
+		return nil, err
 	}
-	if a.closed {
-		return nil, errors.New("pandohost: the adapter was closed")
+	a := &Adapter{p: p, owns: true}
+	if err := a.readInfo(ctx); err != nil {
+		p.Close()
+		return nil, err
 	}
-	if a.client != nil {
-		a.client.Kill()
-		a.client = nil
+	return a, nil
+}
+
+func (a *Adapter) readInfo(ctx context.Context) error {
+	ctx, rpc, err := a.conn(ctx)
+	if err != nil {
+		return err
 	}
-	bin := a.cfg.PandoHost
+	info, err := rpc.Info(ctx, &pb.InfoRequest{})
+	if err != nil {
+		return &PluginError{Op: "reading the adapter's info", Err: err, Stderr: a.p.stderr.Tail()}
+	}
+	kind, err := fromPBKindInfo(info)
+	if err != nil {
+		return &PluginError{Op: "reading the adapter's info", Err: err}
+	}
+	a.info = kind
+	return nil
+}
+
+// conn is the plugin's client and ctx carrying this adapter's name,
+// starting the plugin when it is not running (the first call, or after it
+// died).
+func (a *Adapter) conn(ctx context.Context) (context.Context, pb.AdapterClient, error) {
+	rpc, err := a.p.conn(ctx)
+	if err != nil {
+		return ctx, nil, err
+	}
+	if a.name != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "pando-adapter", a.name)
+	}
+	return ctx, rpc, nil
+}
+
+func (p *Plugin) conn(_ context.Context) (pb.AdapterClient, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client != nil && !p.client.Exited() {
+		return p.rpc, nil
+	}
+	if p.closed {
+		return nil, errors.New("pandohost: the plugin was closed")
+	}
+	if p.client != nil {
+		p.client.Kill()
+		p.client = nil
+	}
+	bin := p.cfg.PandoHost
 	if bin == "" {
 		bin = "pando-host"
 	}
-	cmd := exec.Command(bin, a.cfg.args()...)
-	cmd.Env = append(os.Environ(), a.cfg.Env...)
-	logger := a.cfg.Logger
+	dir, err := os.MkdirTemp("", "pandohost-")
+	if err != nil {
+		return nil, &PluginError{Op: "starting " + bin + " serve", Err: err}
+	}
+	// serve reads the adapters file before its handshake, so it can go
+	// once the plugin is up (or failed).
+	defer os.RemoveAll(dir)
+	args, err := p.cfg.args(dir)
+	if err != nil {
+		return nil, &PluginError{Op: "starting " + bin + " serve", Err: err}
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), p.cfg.Env...)
+	logger := p.cfg.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	timeout := a.cfg.StartTimeout
+	timeout := p.cfg.StartTimeout
 	if timeout == 0 {
 		timeout = 2 * time.Minute
 	}
-	a.stderr.Reset()
+	p.stderr.Reset()
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		Plugins:          plugin.PluginSet{"adapter": grpcPlugin{}},
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           logger,
-		Stderr:           a.stderr,
+		Stderr:           p.stderr,
 		StartTimeout:     timeout,
 	})
 	protocol, err := client.Client()
 	if err != nil {
 		client.Kill()
-		return nil, &PluginError{Op: "starting " + bin + " serve", Err: err, Stderr: a.stderr.Tail()}
+		return nil, &PluginError{Op: "starting " + bin + " serve", Err: err, Stderr: p.stderr.Tail()}
 	}
 	raw, err := protocol.Dispense("adapter")
 	if err != nil {
 		client.Kill()
-		return nil, &PluginError{Op: "dispensing the adapter", Err: err, Stderr: a.stderr.Tail()}
+		return nil, &PluginError{Op: "dispensing the adapter", Err: err, Stderr: p.stderr.Tail()}
 	}
 	rpc, ok := raw.(pb.AdapterClient)
 	if !ok {
 		client.Kill()
 		return nil, &PluginError{Op: "dispensing the adapter", Err: errors.New("not an adapter client")}
 	}
-	info, err := rpc.Info(ctx, &pb.InfoRequest{})
-	if err != nil {
-		client.Kill()
-		return nil, &PluginError{Op: "reading the adapter's info", Err: err, Stderr: a.stderr.Tail()}
-	}
-	kind, err := fromPBKindInfo(info)
-	if err != nil {
-		client.Kill()
-		return nil, &PluginError{Op: "reading the adapter's info", Err: err}
-	}
-	a.client, a.protocol, a.rpc, a.info = client, protocol, rpc, kind
+	p.client, p.protocol, p.rpc = client, protocol, rpc
 	return rpc, nil
 }
 
@@ -163,36 +311,41 @@ func (a *Adapter) conn(ctx context.Context) (pb.AdapterClient, error) {
 // check, so that the next call starts it again: go-plugin notices a dead
 // process only once it has reaped it, which can be after the call that
 // found the connection broken returned.
-func (a *Adapter) dropIfDead() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.client == nil || a.protocol == nil {
+func (p *Plugin) dropIfDead() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client == nil || p.protocol == nil {
 		return
 	}
-	if a.client.Exited() || a.protocol.Ping() != nil {
-		a.client.Kill()
-		a.client, a.protocol, a.rpc = nil, nil, nil
+	if p.client.Exited() || p.protocol.Ping() != nil {
+		p.client.Kill()
+		p.client, p.protocol, p.rpc = nil, nil, nil
 	}
 }
 
 // Close stops the plugin process. Calls after it fail.
+func (p *Plugin) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.client != nil {
+		p.client.Kill()
+		p.client = nil
+	}
+	return nil
+}
+
+// Close stops the plugin when the adapter was made by Load; an adapter of
+// a Plugin leaves it running (Plugin.Close stops it).
 func (a *Adapter) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.closed = true
-	if a.client != nil {
-		a.client.Kill()
-		a.client = nil
+	if a.owns {
+		return a.p.Close()
 	}
 	return nil
 }
 
 // Info is who the adapter is, as the host read it at load.
-func (a *Adapter) Info() api.KindInfo {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.info
-}
+func (a *Adapter) Info() api.KindInfo { return a.info }
 
 // Kind is the adapter's kind string.
 func (a *Adapter) Kind() string { return a.Info().Kind }

@@ -111,13 +111,7 @@ where
 {
     let guard = ctx.cancel_token().clone().drop_guard();
     let task = tokio::spawn(f(ctx));
-    let out = task.await.map_err(|e| {
-        status::host(
-            Code::Internal,
-            "host",
-            format!("the call's task failed: {e}"),
-        )
-    })?;
+    let out = task.await.map_err(|e| status::joined("the call", e))?;
     let _ = guard.disarm();
     out.map_err(status::from_call)
 }

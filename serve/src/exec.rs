@@ -99,7 +99,16 @@ async fn pump(
     part: fn(Vec<u8>) -> OutPart,
 ) {
     while let Some(next) = stream.next_chunk().await {
-        let Ok(bytes) = next else { break };
+        let bytes = match next {
+            Ok(bytes) => bytes,
+            // As a log stream's failure is: the client learns the output
+            // broke rather than seeing it end early with an exit code.
+            Err(e) => {
+                let failed = Status::unavailable(format!("the session's output failed: {e}"));
+                let _ = tx.send(Err(failed)).await;
+                return;
+            }
+        };
         let wrap = |data| pb::ExecServerMessage {
             part: Some(part(data)),
         };

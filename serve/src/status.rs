@@ -74,6 +74,12 @@ pub fn host(code: Code, kind: &str, message: String) -> Status {
     )
 }
 
+/// A call's task that panicked or was aborted: a host failure, whichever
+/// call shape (unary, stream, watch) lost it.
+pub fn joined(what: &str, e: tokio::task::JoinError) -> Status {
+    host(Code::Internal, "host", format!("{what}'s task failed: {e}"))
+}
+
 /// A call's failure.
 pub fn from_call(e: CallError) -> Status {
     match e {

@@ -57,11 +57,12 @@ where
                 }
                 Err(e) => {
                     token.cancel();
-                    let _ = tx
-                        .send(Err(Status::internal(format!(
-                            "reading the call's output: {e}"
-                        ))))
-                        .await;
+                    let failed = status::host(
+                        tonic::Code::Internal,
+                        "host",
+                        format!("reading the call's output: {e}"),
+                    );
+                    let _ = tx.send(Err(failed)).await;
                     break;
                 }
             }
@@ -80,7 +81,7 @@ async fn finish<T: Send>(
     let failed = match ended {
         Ok(Ok(())) => return,
         Ok(Err(e)) => status::from_call(e),
-        Err(e) => Status::internal(format!("the call's task failed: {e}")),
+        Err(e) => status::joined("the call", e),
     };
     let _ = tx.send(Err(failed)).await;
 }
@@ -184,11 +185,7 @@ pub fn watch(adapter: Adapter, ctx: CallContext) -> Out<pb::WatchBundlesMessage>
                 let _ = tx.send(Err(status::from_call(e))).await;
             }
             Err(e) => {
-                let _ = tx
-                    .send(Err(Status::internal(format!(
-                        "the watch's task failed: {e}"
-                    ))))
-                    .await;
+                let _ = tx.send(Err(status::joined("the watch", e))).await;
             }
         }
     });

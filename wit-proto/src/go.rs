@@ -172,7 +172,7 @@ pub fn conversions(model: &Model, api_import: &str, pb_import: &str) -> String {
     );
     // Keeps fmt used when no type needs it.
     out.push_str("\nvar _ = fmt.Errorf\n");
-    for elem in model.wrapped_lists() {
+    for elem in model.optional_lists() {
         list_wrapper(&mut out, model, &elem);
     }
     for def in model

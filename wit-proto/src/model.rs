@@ -167,6 +167,17 @@ impl Model {
     /// `list<T>` payload: each needs a wrapper message (`repeated` cannot be
     /// optional or a oneof member). In first-use order, without repeats.
     pub fn wrapped_lists(&self) -> Vec<Ty> {
+        self.lists_wrapped(true)
+    }
+
+    /// The element types of the lists wrapped because a record field is an
+    /// `option<list<T>>` (the ones a conversion function is written for;
+    /// a variant's list payload is converted where the variant is).
+    pub fn optional_lists(&self) -> Vec<Ty> {
+        self.lists_wrapped(false)
+    }
+
+    fn lists_wrapped(&self, with_payloads: bool) -> Vec<Ty> {
         let mut out: Vec<Ty> = Vec::new();
         let mut add = |t: &Ty| {
             if !out.contains(t) {
@@ -184,14 +195,14 @@ impl Model {
                         }
                     }
                 }
-                Shape::Variant(cases) => {
+                Shape::Variant(cases) if with_payloads => {
                     for c in cases {
                         if let Some(Ty::List(elem)) = &c.payload {
                             add(elem);
                         }
                     }
                 }
-                Shape::Enum(_) => {}
+                Shape::Variant(_) | Shape::Enum(_) => {}
             }
         }
         out
