@@ -28,6 +28,9 @@ fn main() -> Result<()> {
     )
     .context("compiling the protos")?;
     tonic_prost_build::configure()
+        // Byte streams' chunks as `Bytes`: a log's pieces are slices of the
+        // host's buffers, and a call's output is copied once into them.
+        .bytes(".pando.runtime.v0_1.Chunk.data")
         .compile_fds(fds)
         .context("generating the gRPC code")?;
     Ok(())

@@ -287,6 +287,12 @@ func (p *Plugin) conn(_ context.Context) (pb.AdapterClient, error) {
 		Logger:           logger,
 		Stderr:           p.stderr,
 		StartTimeout:     timeout,
+		// Fixed windows larger than a log or snapshot chunk (64 KiB):
+		// grpc-go's default starts at 64 KiB and grows by estimate.
+		GRPCDialOptions: []grpc.DialOption{
+			grpc.WithInitialWindowSize(1 << 20),
+			grpc.WithInitialConnWindowSize(4 << 20),
+		},
 	})
 	protocol, err := client.Client()
 	if err != nil {
@@ -321,6 +327,25 @@ func (p *Plugin) dropIfDead() {
 		p.client.Kill()
 		p.client, p.protocol, p.rpc = nil, nil, nil
 	}
+}
+
+// Ping checks that the plugin process answers (go-plugin's health check, a
+// gRPC call that reaches no adapter), starting it if it is not running.
+func (p *Plugin) Ping(ctx context.Context) error {
+	if _, err := p.conn(ctx); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	protocol := p.protocol
+	p.mu.Unlock()
+	if protocol == nil {
+		return &PluginError{Op: "ping", Err: errors.New("the plugin stopped")}
+	}
+	if err := protocol.Ping(); err != nil {
+		p.dropIfDead()
+		return &PluginError{Op: "ping", Err: err, Stderr: p.stderr.Tail()}
+	}
+	return nil
 }
 
 // Close stops the plugin process. Calls after it fail.

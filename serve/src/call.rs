@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pando_host::{Adapter, CallContext, CallError, CancellationToken};
@@ -100,20 +102,58 @@ pub fn context(meta: &MetadataMap, long: bool) -> CallContext {
     }
 }
 
-/// Runs `f` on its own task and waits for it. If the waiting is dropped
-/// (the client cancelled, its deadline passed) the call's token is
-/// cancelled and the task runs on until the adapter has ended the call.
+/// Runs `f` and waits for it. If the waiting is dropped (the client
+/// cancelled, its deadline passed) the call's token is cancelled and the
+/// call goes on, on a task of its own, until the adapter has ended it (a
+/// trial removes what it made). It runs in the request's own task until
+/// then: a task per call would cost every call a spawn and, on an idle
+/// runtime, a wake-up of another worker (measured: docs/benchmarks.md,
+/// "serve").
 pub async fn run<T, F, Fut>(ctx: CallContext, f: F) -> Result<T, Status>
 where
     F: FnOnce(CallContext) -> Fut,
     Fut: Future<Output = Result<T, CallError>> + Send + 'static,
     T: Send + 'static,
 {
-    let guard = ctx.cancel_token().clone().drop_guard();
-    let task = tokio::spawn(f(ctx));
-    let out = task.await.map_err(|e| status::joined("the call", e))?;
-    let _ = guard.disarm();
+    let token = ctx.cancel_token().clone();
+    let out = Finish {
+        call: Some(Box::pin(f(ctx))),
+        token,
+    }
+    .await;
     out.map_err(status::from_call)
+}
+
+/// A call that, dropped before it ended, cancels its token and is finished
+/// on a spawned task instead of being dropped mid-way.
+struct Finish<Fut: Future + Send + 'static> {
+    call: Option<Pin<Box<Fut>>>,
+    token: CancellationToken,
+}
+
+impl<Fut: Future + Send + 'static> Future for Finish<Fut> {
+    type Output = Fut::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Fut::Output> {
+        let Some(call) = self.call.as_mut() else {
+            // Polled after it returned: a caller's bug, not the client's.
+            return Poll::Pending;
+        };
+        let out = std::task::ready!(call.as_mut().poll(cx));
+        self.call = None;
+        Poll::Ready(out)
+    }
+}
+
+impl<Fut: Future + Send + 'static> Drop for Finish<Fut> {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            self.token.cancel();
+            tokio::spawn(async move {
+                let _ = call.await;
+            });
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! message opens it, then stdin flows in; stdout and stderr flow out as
 //! they come, and the exit code is the last message.
 
+use bytes::Bytes;
 use pando_host::streams::{ByteSink, ByteStream};
 use pando_host::types as h;
 use pando_host::{Adapter, CallContext};
@@ -109,8 +110,8 @@ async fn pump(
                 return;
             }
         };
-        let wrap = |data| pb::ExecServerMessage {
-            part: Some(part(data)),
+        let wrap = |data: Bytes| pb::ExecServerMessage {
+            part: Some(part(data.to_vec())),
         };
         if !send_pieces(&tx, &bytes, wrap).await {
             return;

@@ -5,15 +5,18 @@
 
 use std::future::Future;
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use futures::StreamExt as _;
+use futures::sink::SinkMapErr;
+use futures::{SinkExt as _, StreamExt as _};
 use pando_host::streams::ByteStream;
 use pando_host::{Adapter, CallContext, CallError};
-use tokio::io::{AsyncReadExt as _, DuplexStream};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
-use tokio_util::io::StreamReader;
+use tokio_util::io::{CopyToBytes, SinkWriter, StreamReader};
+use tokio_util::sync::{PollSendError, PollSender};
 use tonic::{Status, Streaming};
 
 use crate::pb;
@@ -23,67 +26,68 @@ use crate::status;
 /// The most bytes one `Chunk` carries.
 pub const CHUNK: usize = 64 << 10;
 
-/// Streams what the call `f` writes into its writer as `Chunk`s, then the
-/// call's error, if it failed, as the stream's status.
-pub fn writer_call<F, Fut>(ctx: CallContext, f: F) -> Out<pb::Chunk>
-where
-    F: FnOnce(CallContext, DuplexStream) -> Fut + Send + 'static,
-    Fut: Future<Output = Result<(), CallError>> + Send + 'static,
-{
-    let (tx, rx) = mpsc::channel(4);
-    let token = ctx.cancel_token().clone();
-    let (writer, mut reader) = tokio::io::duplex(CHUNK);
-    let call = tokio::spawn(f(ctx, writer));
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; CHUNK];
-        loop {
-            let read = tokio::select! {
-                _ = tx.closed() => {
-                    token.cancel();
-                    break;
-                }
-                read = reader.read(&mut buf) => read,
-            };
-            match read {
-                Ok(0) => break,
-                Ok(n) => {
-                    let chunk = pb::Chunk {
-                        data: buf[..n].to_vec(),
-                    };
-                    if tx.send(Ok(chunk)).await.is_err() {
-                        token.cancel();
-                        break;
-                    }
-                }
-                Err(e) => {
-                    token.cancel();
-                    let failed = status::host(
-                        tonic::Code::Internal,
-                        "host",
-                        format!("reading the call's output: {e}"),
-                    );
-                    let _ = tx.send(Err(failed)).await;
-                    break;
-                }
-            }
-        }
-        // Unread output would hold the call's writer: let it see the end.
-        drop(reader);
-        finish(&tx, call.await).await;
-    });
-    Box::pin(ReceiverStream::new(rx))
+/// The chunks a call may write ahead of the stream's sender: the call
+/// writes on while the last ones are sent, rather than waiting at each.
+const AHEAD: usize = 16;
+
+/// The writer a streaming call writes its output into: each write becomes
+/// one `Chunk` of at most [`CHUNK`] bytes, copied once (from the caller's
+/// buffer into the message's `Bytes`, which tonic then encodes).
+pub struct ChunkWriter(SinkWriter<CopyToBytes<ChunkSink>>);
+
+/// The channel of chunks, its closing an I/O error to the writer.
+type ChunkSink = SinkMapErr<PollSender<Bytes>, fn(PollSendError<Bytes>) -> io::Error>;
+
+impl tokio::io::AsyncWrite for ChunkWriter {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let n = buf.len().min(CHUNK);
+        Pin::new(&mut self.0).poll_write(cx, &buf[..n])
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
 }
 
-async fn finish<T: Send>(
-    tx: &mpsc::Sender<Result<T, Status>>,
-    ended: Result<Result<(), CallError>, tokio::task::JoinError>,
-) {
-    let failed = match ended {
-        Ok(Ok(())) => return,
-        Ok(Err(e)) => status::from_call(e),
-        Err(e) => status::joined("the call", e),
-    };
-    let _ = tx.send(Err(failed)).await;
+fn gone(_: PollSendError<Bytes>) -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the client went away")
+}
+
+/// Streams what the call `f` writes into its writer as `Chunk`s, then the
+/// call's error, if it failed, as the stream's status. The stream dropped
+/// (the client cancelled, its deadline passed) cancels the call's token.
+pub fn writer_call<F, Fut>(ctx: CallContext, f: F) -> Out<pb::Chunk>
+where
+    F: FnOnce(CallContext, ChunkWriter) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), CallError>> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel::<Bytes>(AHEAD);
+    let sink = PollSender::new(tx).sink_map_err(gone as fn(PollSendError<Bytes>) -> io::Error);
+    let writer = ChunkWriter(SinkWriter::new(CopyToBytes::new(sink)));
+    let guard = ctx.cancel_token().clone().drop_guard();
+    let call = tokio::spawn(f(ctx, writer));
+    let chunks = ReceiverStream::new(rx).map(|data| Ok(pb::Chunk { data }));
+    let end = futures::stream::once(async move {
+        match call.await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(Err(status::from_call(e))),
+            Err(e) => Some(Err(status::joined("the call", e))),
+        }
+    })
+    .filter_map(std::future::ready);
+    Box::pin(chunks.chain(end).map(move |item| {
+        // Held by the stream: dropped with it, it cancels the call.
+        let _ = &guard;
+        item
+    }))
 }
 
 /// Streams an open `ByteStream` (a log) as `Chunk`s, until it ends or the
@@ -117,11 +121,12 @@ pub fn bytes(mut stream: ByteStream) -> Out<pb::Chunk> {
 /// false once the receiver is gone.
 pub(crate) async fn send_pieces<M>(
     tx: &mpsc::Sender<Result<M, Status>>,
-    bytes: &[u8],
-    wrap: impl Fn(Vec<u8>) -> M,
+    bytes: &Bytes,
+    wrap: impl Fn(Bytes) -> M,
 ) -> bool {
-    for piece in bytes.chunks(CHUNK) {
-        if tx.send(Ok(wrap(piece.to_vec()))).await.is_err() {
+    for start in (0..bytes.len()).step_by(CHUNK) {
+        let piece = bytes.slice(start..bytes.len().min(start + CHUNK));
+        if tx.send(Ok(wrap(piece))).await.is_err() {
             return false;
         }
     }
@@ -130,16 +135,17 @@ pub(crate) async fn send_pieces<M>(
 
 /// A client's stream of messages as bytes to read, each message's bytes
 /// taken by `data` (which refuses a message that carries none).
-pub fn reader<M, F>(
+pub fn reader<M, B, F>(
     incoming: Streaming<M>,
     data: F,
 ) -> impl tokio::io::AsyncRead + Send + Unpin + 'static
 where
     M: Send + 'static,
-    F: Fn(M) -> Result<Vec<u8>, String> + Send + 'static,
+    B: Into<Bytes>,
+    F: Fn(M) -> Result<B, String> + Send + 'static,
 {
     let bytes = incoming.map(move |m| match m {
-        Ok(m) => data(m).map(Bytes::from).map_err(io::Error::other),
+        Ok(m) => data(m).map(Into::into).map_err(io::Error::other),
         Err(status) => Err(io::Error::other(format!(
             "the client's stream failed: {}",
             status.message()

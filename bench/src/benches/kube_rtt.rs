@@ -127,7 +127,7 @@ pub async fn profile_loop(
 }
 
 /// kube-probe's `flood:3`: three GETs of namespace `default`.
-fn flood_plan() -> BundlePlan {
+pub(super) fn flood_plan() -> BundlePlan {
     BundlePlan {
         id: format!("flood:{GETS}"),
         revision: "1".into(),

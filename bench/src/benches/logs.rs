@@ -37,7 +37,7 @@ use crate::env::{self, Identity};
 use crate::report::{Bench, Row, Unit};
 
 /// The bench's namespace for its log pods.
-const NAMESPACE: &str = "pando-bench-log";
+pub(super) const NAMESPACE: &str = "pando-bench-log";
 /// Bytes of one served log line (1023 of message, the newline).
 const LINE: usize = 1024;
 /// The CRI prefix KWOK strips from each line of the file.
@@ -54,25 +54,8 @@ pub async fn run(quick: bool) -> Result<Bench> {
     };
     let admin = env::client(Identity::Admin).await?;
     let client = env::client(Identity::Pando).await?;
-    setup::ensure_node(&admin).await?;
-    ensure_namespace(&admin).await?;
-    write_log_file(wanted)?;
     let mut bench = Bench::new("log", what("log"));
-
-    let (pod, size) = if serves_bench_file(&admin, &client).await? {
-        ("bench-log", wanted)
-    } else {
-        let size = wanted.min(BIG_LOG);
-        bench.note(format!(
-            "this cluster's KWOK does not serve the bench's log file (it was started before \
-             scripts/cluster had the `bench-log` entry: restart it to get {} MiB); measured on \
-             the {} MiB `big-log` instead",
-            wanted >> 20,
-            size >> 20
-        ));
-        ensure_pod(&admin, "big-log", "big-log").await?;
-        ("big-log", size)
-    };
+    let (pod, size) = prepare(&mut bench, &admin, &client, wanted).await?;
 
     let host = env::host()?;
     let adapter = env::load_probe(&host, client.clone()).await?;
@@ -97,14 +80,45 @@ pub async fn run(quick: bool) -> Result<Bench> {
     bench
         .rows
         .push(row.target("host ≥ 95% of native throughput (ratio ≥ 0.95)", met));
-    // The namespace and its pods go; the log file stays for the next run.
+    cleanup(&mut bench, admin).await;
+    Ok(bench)
+}
+
+/// The namespace and the pod whose log is read, the file it serves
+/// written: the pod's name in [`NAMESPACE`] and the bytes to read (`wanted`,
+/// or less on an old cluster, which `bench` is told of).
+pub(super) async fn prepare(
+    bench: &mut Bench,
+    admin: &kube::Client,
+    client: &kube::Client,
+    wanted: u64,
+) -> Result<(&'static str, u64)> {
+    setup::ensure_node(admin).await?;
+    ensure_namespace(admin).await?;
+    write_log_file(wanted)?;
+    if serves_bench_file(admin, client).await? {
+        return Ok(("bench-log", wanted));
+    }
+    let size = wanted.min(BIG_LOG);
+    bench.note(format!(
+        "this cluster's KWOK does not serve the bench's log file (it was started before \
+         scripts/cluster had the `bench-log` entry: restart it to get {} MiB); measured on \
+         the {} MiB `big-log` instead",
+        wanted >> 20,
+        size >> 20
+    ));
+    ensure_pod(admin, "big-log", "big-log").await?;
+    Ok(("big-log", size))
+}
+
+/// The namespace and its pods go; the log file stays for the next run.
+pub(super) async fn cleanup(bench: &mut Bench, admin: kube::Client) {
     if let Err(e) = Api::<Namespace>::all(admin)
         .delete(NAMESPACE, &DeleteParams::background())
         .await
     {
         bench.note(format!("cleanup of {NAMESPACE} failed: {e}"));
     }
-    Ok(bench)
 }
 
 /// The file `scripts/cluster` points the `bench-log` container's log at.
@@ -222,7 +236,7 @@ async fn serves_bench_file(admin: &kube::Client, client: &kube::Client) -> Resul
 }
 
 /// Reads `size` bytes of the pod's log through the host.
-async fn host_read(adapter: &Adapter, pod: &str, size: u64) -> Result<Duration> {
+pub(super) async fn host_read(adapter: &Adapter, pod: &str, size: u64) -> Result<Duration> {
     let options = LogOptions {
         follow: false,
         tail_lines: None,

@@ -1,6 +1,7 @@
 //! The benchmarks, in the order a run takes them, and what they share.
 
 pub(crate) mod cache_memory;
+mod go_client;
 pub(crate) mod kube_rtt;
 mod kube_write;
 mod kube_write_check;
@@ -11,6 +12,7 @@ mod observe;
 mod observe_setup;
 pub(crate) mod pool;
 mod restore;
+mod serve;
 mod snapshot;
 pub(crate) mod upstream;
 
@@ -52,6 +54,10 @@ pub const ALL: &[(&str, &str)] = &[
         "a volume snapshot and a restore streamed through the host vs natively",
     ),
     (
+        "serve",
+        "calls from Go through `pando-host serve` (go-plugin, gRPC) vs the same calls in process",
+    ),
+    (
         "observe",
         "observe passes over N apps at 5 QPS, burst 10: apps per 15 s pass, API requests per app",
     ),
@@ -75,6 +81,7 @@ pub async fn run(name: &str, quick: bool, max_apps: usize) -> Result<Bench> {
         "kube-write" => kube_write::run(quick).await,
         "log" => logs::run(quick).await,
         "snapshot" => snapshot::run(quick).await,
+        "serve" => serve::run(quick).await,
         "observe" => observe::run(quick, max_apps).await,
         "memory" => memory::run(quick).await,
         "cache-memory" => cache_memory::run(quick).await,

@@ -70,32 +70,16 @@ pub async fn run(quick: bool) -> Result<Bench> {
             "snapshot-volume unsupported by this adapter build",
         ));
     }
-    let helper_root = env::repo_root().join("target/test-cluster/helper-root");
-    if !helper_root.is_dir() {
-        return Ok(Bench::skipped(
-            "snapshot",
-            what("snapshot"),
-            "this test cluster has no helper root (target/test-cluster/helper-root): it was \
-             started before scripts/cluster set PANDO_HELPER_ROOT for helper pods; restart it",
-        ));
-    }
+    let Some(helper_root) = helper_root() else {
+        return Ok(Bench::skipped("snapshot", what("snapshot"), NO_HELPER_ROOT));
+    };
     let (size, iterations) = if quick {
         (16u64 << 20, 2)
     } else {
         (256u64 << 20, 3)
     };
     let admin = env::client(Identity::Admin).await?;
-    setup::ensure_node(&admin).await?;
-    let ns = names::app_namespace(APP).map_err(|e| anyhow!("{e:?}"))?;
-    create_app(&admin, &ns).await?;
-    let dir = helper_root.join("pando-volumes").join(&ns).join(CLAIM);
-    fill_volume(&dir, size)?;
-
-    let handle = VolumeHandle {
-        bundle: APP.into(),
-        name: CLAIM.into(),
-        location: String::new(),
-    };
+    let Volume { ns, handle, dir } = prepare(&admin, &helper_root, size).await?;
     let (mut host_mibps, mut native_mibps, mut stream_mibps) = (Vec::new(), Vec::new(), Vec::new());
     let mut tar_bytes = 0u64;
     // Round 0 is not timed. The first helper pod in the freshly made
@@ -165,6 +149,44 @@ pub async fn run(quick: bool) -> Result<Bench> {
         bench.note(format!("cleanup of {ns} failed: {e}"));
     }
     Ok(bench)
+}
+
+/// Why the snapshot benchmarks cannot run on a cluster without a helper root.
+pub(super) const NO_HELPER_ROOT: &str = "this test cluster has no helper root \
+    (target/test-cluster/helper-root): it was started before scripts/cluster set \
+    PANDO_HELPER_ROOT for helper pods; restart it";
+
+/// Where KWOK's exec'd helpers find volumes, if this cluster has it.
+pub(super) fn helper_root() -> Option<std::path::PathBuf> {
+    let root = env::repo_root().join("target/test-cluster/helper-root");
+    root.is_dir().then_some(root)
+}
+
+/// The benchmark's volume: its app's namespace, its handle, and the
+/// directory that stands in for its contents.
+pub(super) struct Volume {
+    pub ns: String,
+    pub handle: VolumeHandle,
+    pub dir: std::path::PathBuf,
+}
+
+/// The app and its volume, filled with `size` bytes.
+pub(super) async fn prepare(
+    admin: &Client,
+    helper_root: &std::path::Path,
+    size: u64,
+) -> Result<Volume> {
+    setup::ensure_node(admin).await?;
+    let ns = names::app_namespace(APP).map_err(|e| anyhow!("{e:?}"))?;
+    create_app(admin, &ns).await?;
+    let dir = helper_root.join("pando-volumes").join(&ns).join(CLAIM);
+    fill_volume(&dir, size)?;
+    let handle = VolumeHandle {
+        bundle: APP.into(),
+        name: CLAIM.into(),
+        location: String::new(),
+    };
+    Ok(Volume { ns, handle, dir })
 }
 
 fn mib(bytes: u64) -> f64 {
