@@ -44,7 +44,7 @@ pub enum Mode {
     /// with nothing else in it, to run under a profiler
     /// (`perf record -- pando-bench child upstream-loop 5000000`), or
     /// under valgrind's callgrind to count its instructions
-    /// (docs/benchmarks.md, "The call path, counted in instructions").
+    /// (docs/history/benchmarks.md, "The call path, counted in instructions").
     UpstreamLoop {
         /// How many calls.
         calls: u64,

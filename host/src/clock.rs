@@ -7,7 +7,7 @@
 //! that reading) and at its end (for the duration histogram). Through the
 //! vDSO's `clock_gettime`, the two readings and the deadline's arithmetic
 //! took about 60 ns of a sub-microsecond call; the counter, read and scaled,
-//! about 22 (docs/benchmarks.md, "The call's clock").
+//! about 22 (docs/history/benchmarks.md, "The call's clock").
 //!
 //! The counter's rate is calibrated against the monotonic clock first, a
 //! busy loop of half a millisecond, up to 200 ms on a loaded machine: too

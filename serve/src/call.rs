@@ -107,8 +107,8 @@ pub fn context(meta: &MetadataMap, long: bool) -> CallContext {
 /// call goes on, on a task of its own, until the adapter has ended it (a
 /// trial removes what it made). It runs in the request's own task until
 /// then: a task per call would cost every call a spawn and, on an idle
-/// runtime, a wake-up of another worker (measured: docs/benchmarks.md,
-/// "serve").
+/// runtime, a wake-up of another worker (measured: docs/history/benchmarks.md,
+/// "Calls from Go through `pando-host serve`").
 pub async fn run<T, F, Fut>(ctx: CallContext, f: F) -> Result<T, Status>
 where
     F: FnOnce(CallContext) -> Fut,

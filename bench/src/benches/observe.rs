@@ -136,7 +136,7 @@ async fn passes(
         let free_h = host_pass(client, &ids, window, Budget::Unlimited).await?;
         // A budget left in place would make the "no budget" row another
         // budgeted one: it was, while this bench lifted the grant's rate
-        // and not the adapter's own (docs/benchmarks.md, "A session's
+        // and not the adapter's own (docs/history/benchmarks.md, "A session's
         // output in 64 KiB").
         ensure!(
             free_h.apps > h.apps,

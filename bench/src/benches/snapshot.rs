@@ -59,7 +59,7 @@ pub async fn run(quick: bool) -> Result<Bench> {
     let client = env::client(Identity::Pando).await?;
     // Without a request budget: the row measures a snapshot's cost, and
     // back-to-back calls (the untimed round, then the first timed one) would
-    // otherwise wait on the adapter's 5/s (docs/benchmarks.md, "The 16 MiB
+    // otherwise wait on the adapter's 5/s (docs/history/benchmarks.md, "The 16 MiB
     // snapshot's fixed cost").
     let adapter = env::load_kubernetes_unbudgeted(&host, client.clone()).await?;
     let caps = adapter.capabilities(&call_ctx()).await?;
@@ -85,7 +85,7 @@ pub async fn run(quick: bool) -> Result<Bench> {
     // Round 0 is not timed. The first helper pod in the freshly made
     // namespace waits seconds for KWOK to run it (5.0 and 6.6 s measured,
     // whichever side went first; 0.2 s for the next), a wait neither side
-    // should be charged (docs/benchmarks.md, "A session's output in
+    // should be charged (docs/history/benchmarks.md, "A session's output in
     // 64 KiB"). Its bytes are checked as every round's are.
     for round in 0..=iterations {
         let t = Instant::now();

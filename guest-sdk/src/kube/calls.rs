@@ -19,7 +19,7 @@ impl<K> Api<K> {
     /// names are made of, the import's request is written at once: the
     /// same path and query kube-core's `get` gives, without its URL
     /// formatted and then parsed by `http` and taken apart again, about a
-    /// twentieth of a typed GET's instructions in wasm (docs/benchmarks.md,
+    /// twentieth of a typed GET's instructions in wasm (docs/history/benchmarks.md,
     /// "The 3-GET call's guest, counted"). Any other name goes kube-core's
     /// way, so what `http` refuses is still refused as it was.
     fn get_request(&self, name: &str, gp: &GetParams) -> Result<raw::Request, KubeError> {

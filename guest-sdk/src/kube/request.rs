@@ -160,7 +160,7 @@ pub(crate) fn decode<T: DeserializeOwned>(response: &raw::Response) -> Result<T,
 /// then parsed as text, as kube-rs reads an answer. serde_json's reader of
 /// bytes checks every string it meets on its own, and in wasm, whose
 /// words are 32 bits and whose strings here are short, those checks were
-/// a tenth of a typed GET's instructions (docs/benchmarks.md, "The 3-GET
+/// a tenth of a typed GET's instructions (docs/history/benchmarks.md, "The 3-GET
 /// call's guest, counted"). The error is the reason, for the caller to
 /// wrap.
 pub(crate) fn from_json<T: DeserializeOwned>(json: &[u8]) -> Result<T, String> {

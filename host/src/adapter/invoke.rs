@@ -52,7 +52,7 @@ impl Adapter {
     /// `body` comes pinned by the caller, which holds it: an async fn keeps
     /// a future passed by value twice (the argument, and the awaited copy),
     /// and every layer of the call that did so doubled what each call moves
-    /// and zeroes (docs/benchmarks.md, issue 18's third pass). [`Adapter::call`]
+    /// and zeroes (docs/history/benchmarks.md, issue 18's third pass). [`Adapter::call`]
     /// writes these three steps out itself, one async layer fewer on every
     /// pooled call.
     pub(super) async fn pipeline<T>(
@@ -84,7 +84,7 @@ impl Adapter {
         let body = pin!(async {
             self.inner.breaker.admit(&self.inner.identity.name)?;
             // The hot slot's instance with no lease future made and polled
-            // (docs/benchmarks.md, "The call's clock"); the full lease else.
+            // (docs/history/benchmarks.md, "The call's clock"); the full lease else.
             let mut lease = match self.inner.pool.lease_hot() {
                 Some(lease) => lease,
                 None => self.lease(method, deadline, timeout, cancel).await?,
@@ -93,7 +93,7 @@ impl Adapter {
                 lease.discard_after();
             }
             // `run_timed`'s steps, written out: not an async layer of its
-            // own on the path of every call (docs/benchmarks.md, "The
+            // own on the path of every call (docs/history/benchmarks.md, "The
             // call path, counted in instructions").
             let inst = lease.instance();
             inst.in_call = true;
@@ -322,7 +322,7 @@ pin_project! {
     /// calls never wait in the host, and making a tokio timer takes (and
     /// later drops) a reference to the runtime's handle, two locked
     /// instructions and a thread-local lookup on every call
-    /// (docs/benchmarks.md, issue 18).
+    /// (docs/history/benchmarks.md, issue 18).
     ///
     /// A future of its own, not an `async fn`: it borrows the call, which
     /// its caller holds pinned (see [`Adapter::pipeline`]), so it can be
@@ -453,7 +453,7 @@ pub(crate) async fn run<R>(
 /// The guest's future is raced as `f` made it: set-up and conclusion are
 /// plain functions around the race, not an async layer with a closure
 /// wrapping `f` (each such layer is a future made, polled and dropped on
-/// every call; docs/benchmarks.md, "The call's clock").
+/// every call; docs/history/benchmarks.md, "The call's clock").
 async fn run_timed<R>(
     inst: &mut Instance,
     adapter: &str,

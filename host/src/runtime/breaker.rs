@@ -73,7 +73,7 @@ impl Breaker {
     /// Refuses a call while quarantined.
     ///
     /// Inline: every call asks, and almost every one finds the record clean,
-    /// one load (docs/benchmarks.md, "The call path, counted in
+    /// one load (docs/history/benchmarks.md, "The call path, counted in
     /// instructions"); the rest is [`Breaker::admit_faulted`].
     #[inline]
     pub(crate) fn admit(&self, adapter: &str) -> Result<(), CallError> {

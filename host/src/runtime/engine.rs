@@ -89,7 +89,7 @@ impl SharedEngine {
         pool.max_memory_size(usize::try_from(settings.max_memory_bytes).unwrap_or(usize::MAX));
         pool.max_unused_warm_slots(64);
         // A fresh instance touched about a dozen pages that `madvise` had
-        // dropped from the slot, each a page fault (docs/benchmarks.md,
+        // dropped from the slot, each a page fault (docs/history/benchmarks.md,
         // "A fresh instance's page faults"). The first KEEP_RESIDENT bytes of
         // each memory and table are reset with `memset` instead and stay
         // resident; `PAGEMAP_SCAN` (Linux 6.7+) resets only the pages that

@@ -98,7 +98,7 @@ impl Metrics {
     /// label is hashed, no family locked), any other through the families.
     ///
     /// Inline, with the handles' lookup and the shards' writes: this is on
-    /// every call, and each was a call of its own (docs/benchmarks.md, "The
+    /// every call, and each was a call of its own (docs/history/benchmarks.md, "The
     /// call path, counted in instructions").
     #[inline]
     pub(crate) fn record_call(

@@ -33,7 +33,7 @@ use crate::grants::request::{self, ApiRequest, Verb};
 /// every KiB then went through its own read, task hand-off and guest
 /// `splice` (a 256 MiB snapshot at 0.78× kube-rs's own read), and each KiB
 /// of stdin into its own websocket frame (a 256 MiB restore at 23.8 MiB/s,
-/// 0.42× kube-rs at 64 KiB) (docs/benchmarks.md, "A session's output in
+/// 0.42× kube-rs at 64 KiB) (docs/history/benchmarks.md, "A session's output in
 /// 64 KiB" and "The 16 MiB snapshot's fixed cost; a restore's input in
 /// 64 KiB"). 64 KiB is the most
 /// `wasi:io` hands over in one read (wasmtime-wasi's read size), the
