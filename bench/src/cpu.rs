@@ -19,26 +19,30 @@ pub fn process_ns() -> u64 {
         .sum()
 }
 
-/// CPU time the whole machine has been busy so far (all cores; every
-/// process: the cluster's, the plugin's, this one's), in nanoseconds, from
-/// the `cpu` line of /proc/stat (USER_HZ = 100). For a benchmark whose
-/// work spans processes. Zero without procfs.
-pub fn machine_busy_ns() -> u64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
-        return 0;
-    };
-    let Some(line) = stat.lines().find(|l| l.starts_with("cpu ")) else {
-        return 0;
-    };
+/// The `cpu` line of /proc/stat: all cores' jiffies (USER_HZ) so far, and
+/// those of them idle or waiting for I/O. Guest time is left out of the
+/// total: the kernel counts it in user time already.
+pub fn machine_jiffies() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let v: Vec<u64> = line
         .split_whitespace()
         .skip(1)
+        .take(8)
         .filter_map(|x| x.parse().ok())
         .collect();
-    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-    // Guest time is counted in user time already.
-    let busy: u64 = v.iter().take(8).sum::<u64>().saturating_sub(idle);
-    busy.saturating_mul(10_000_000)
+    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
+    Some((v.iter().sum(), idle))
+}
+
+/// CPU time the whole machine has been busy so far (all cores; every
+/// process: the cluster's, the plugin's, this one's), in nanoseconds
+/// (USER_HZ = 100). For a benchmark whose work spans processes. Zero
+/// without procfs.
+pub fn machine_busy_ns() -> u64 {
+    machine_jiffies().map_or(0, |(total, idle)| {
+        total.saturating_sub(idle).saturating_mul(10_000_000)
+    })
 }
 
 #[cfg(test)]

@@ -88,20 +88,13 @@ impl Machine {
 /// The busy share of all cores over `window`: 1 − (idle + iowait) / total
 /// jiffies of the `cpu` line of /proc/stat.
 pub fn cpu_busy(window: std::time::Duration) -> f64 {
-    fn read() -> Option<(u64, u64)> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-        let v: Vec<u64> = line
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
-        Some((v.iter().sum(), idle))
-    }
-    let Some((t0, i0)) = read() else { return 0.0 };
+    let Some((t0, i0)) = crate::cpu::machine_jiffies() else {
+        return 0.0;
+    };
     std::thread::sleep(window);
-    let Some((t1, i1)) = read() else { return 0.0 };
+    let Some((t1, i1)) = crate::cpu::machine_jiffies() else {
+        return 0.0;
+    };
     let total = t1.saturating_sub(t0);
     if total == 0 {
         return 0.0;

@@ -27,7 +27,7 @@ use anyhow::{Context as _, Result, ensure};
 use futures::AsyncBufReadExt as _;
 use k8s_openapi::api::core::v1::{Container, Namespace, Pod, PodSpec};
 use kube::Api;
-use kube::api::{DeleteParams, LogParams, ObjectMeta, PostParams};
+use kube::api::{LogParams, ObjectMeta, PostParams};
 use pando_host::Adapter;
 use pando_host::types::{LogOptions, WorkloadRef};
 
@@ -113,12 +113,7 @@ pub(super) async fn prepare(
 
 /// The namespace and its pods go; the log file stays for the next run.
 pub(super) async fn cleanup(bench: &mut Bench, admin: kube::Client) {
-    if let Err(e) = Api::<Namespace>::all(admin)
-        .delete(NAMESPACE, &DeleteParams::background())
-        .await
-    {
-        bench.note(format!("cleanup of {NAMESPACE} failed: {e}"));
-    }
+    super::delete_namespace(bench, admin, NAMESPACE).await;
 }
 
 /// The file `scripts/cluster` points the `bench-log` container's log at.

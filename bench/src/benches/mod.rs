@@ -89,6 +89,17 @@ pub async fn run(name: &str, quick: bool, max_apps: usize) -> Result<Bench> {
     }
 }
 
+/// Deletes a benchmark's namespace (in the background: the namespace
+/// controller finishes it); a failure is a note on `bench`, not an error.
+async fn delete_namespace(bench: &mut Bench, admin: kube::Client, ns: &str) {
+    let deleted = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(admin)
+        .delete(ns, &kube::api::DeleteParams::background())
+        .await;
+    if let Err(e) = deleted {
+        bench.note(format!("cleanup of {ns} failed: {e}"));
+    }
+}
+
 /// The description of benchmark `name` in [`ALL`].
 fn what(name: &str) -> &'static str {
     ALL.iter()

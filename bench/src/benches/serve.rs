@@ -23,18 +23,16 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, ensure};
-use pando_host::Adapter;
 use pando_host::types::WorkloadRef;
 
 use super::go_client::{self, GoClient, Load};
 use super::snapshot::{self, Volume};
-use super::{call_ctx, logs, ns, us, what};
+use super::upstream::{self, PORT};
+use super::{call_ctx, logs, us, what};
 use crate::cpu;
 use crate::env::{self, Identity};
 use crate::report::{Bench, Row, Unit};
 use crate::stats::Summary;
-
-const PORT: u16 = 8080;
 
 /// Runs it.
 pub async fn run(quick: bool) -> Result<Bench> {
@@ -93,11 +91,11 @@ pub async fn run(quick: bool) -> Result<Bench> {
         here.port
     );
     go.ask(&format!("{upstream} {batch}")).await?;
-    upstream_batch(&kubernetes, &wref, batch).await?;
+    upstream::host_batch(&kubernetes, &wref, batch).await?;
     let (mut go_us, mut here_us, mut ping_us) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..samples {
         go_us.push(go.ask(&format!("{upstream} {batch}")).await?.ns as f64 / 1e3 / batch as f64);
-        here_us.push(upstream_batch(&kubernetes, &wref, batch).await? / 1e3 / batch as f64);
+        here_us.push(upstream::host_batch(&kubernetes, &wref, batch).await? / 1e3 / batch as f64);
         ping_us.push(go.ask(&format!("ping {batch}")).await?.ns as f64 / 1e3 / batch as f64);
     }
     let floor = Summary::of(&ping_us).map_or(f64::NAN, |s| s.median);
@@ -223,12 +221,7 @@ pub async fn run(quick: bool) -> Result<Bench> {
          gRPC on a unix socket); native column: the same call on the Rust API in this process",
     );
     logs::cleanup(&mut bench, admin.clone()).await;
-    let gone = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(admin)
-        .delete(&volume_ns, &kube::api::DeleteParams::background())
-        .await;
-    if let Err(e) = gone {
-        bench.note(format!("cleanup of {volume_ns} failed: {e}"));
-    }
+    super::delete_namespace(&mut bench, admin, &volume_ns).await;
     Ok(bench)
 }
 
@@ -258,16 +251,6 @@ fn write_loads(scratch: &Path) -> Result<Vec<Load<'static>>> {
             config: None,
         },
     ])
-}
-
-/// `n` in-process upstream calls; the total in nanoseconds.
-async fn upstream_batch(adapter: &Adapter, wref: &WorkloadRef, n: u64) -> Result<f64> {
-    let cx = call_ctx();
-    let t = Instant::now();
-    for _ in 0..n {
-        std::hint::black_box(adapter.upstream(&cx, wref, PORT).await?);
-    }
-    Ok(ns(t.elapsed()))
 }
 
 /// The row with what the hop adds at p50, against its target.

@@ -142,12 +142,7 @@ pub async fn run(quick: bool) -> Result<Bench> {
     })
     .await?;
     bench.rows.push(restored);
-    let deleted = Api::<Namespace>::all(admin)
-        .delete(&ns, &DeleteParams::background())
-        .await;
-    if let Err(e) = deleted {
-        bench.note(format!("cleanup of {ns} failed: {e}"));
-    }
+    super::delete_namespace(&mut bench, admin, &ns).await;
     Ok(bench)
 }
 

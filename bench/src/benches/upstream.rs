@@ -30,7 +30,8 @@ use super::{call_ctx, ns, what};
 use crate::env;
 use crate::report::{Bench, Row, Unit};
 
-const PORT: u16 = 8080;
+/// The port every `upstream` benchmark asks for.
+pub(super) const PORT: u16 = 8080;
 
 /// Runs it.
 pub async fn run(quick: bool) -> Result<Bench> {
@@ -184,7 +185,7 @@ pub async fn profile_loop(calls: u64, slots: Option<u32>, raw: bool) -> Result<f
 }
 
 /// `n` host calls; the total in nanoseconds.
-async fn host_batch(adapter: &Adapter, wref: &WorkloadRef, n: u64) -> Result<f64> {
+pub(super) async fn host_batch(adapter: &Adapter, wref: &WorkloadRef, n: u64) -> Result<f64> {
     let cx = call_ctx();
     let t = Instant::now();
     for _ in 0..n {
