@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use heck::{ToSnakeCase as _, ToUpperCamelCase as _};
 
 use crate::model::{Def, Model, Shape, Ty};
-use crate::proto::list_message;
+use crate::proto::{self, list_message};
 
 /// Types whose Go side is written by hand.
 pub const HANDWRITTEN: &[&str] = &["error"];
@@ -215,15 +215,11 @@ fn to_pb(model: &Model, t: &Ty, e: &str) -> String {
 
 /// protoc-gen-go's Go type of an element or payload of type `t`.
 fn pb_type(model: &Model, t: &Ty) -> String {
-    match t {
-        Ty::Bool => "bool".into(),
-        Ty::U16 | Ty::U32 => "uint32".into(),
-        Ty::U64 => "uint64".into(),
-        Ty::S32 => "int32".into(),
-        Ty::String => "string".into(),
-        Ty::Named(n) if model.is_enum(t) => format!("pb.{}", go_name_pb(n)),
-        Ty::Named(n) => format!("*pb.{}", go_name_pb(n)),
-        Ty::Option(_) | Ty::List(_) => unreachable!("no element is an option or a list"),
+    match (proto::scalar(t), t) {
+        (Some(s), _) => s.into(),
+        (None, Ty::Named(n)) if model.is_enum(t) => format!("pb.{}", go_name_pb(n)),
+        (None, Ty::Named(n)) => format!("*pb.{}", go_name_pb(n)),
+        (None, _) => unreachable!("no element is an option or a list"),
     }
 }
 

@@ -45,16 +45,25 @@ fn scalar_or_message_name(t: &Ty) -> String {
     }
 }
 
+/// The proto scalar a WIT scalar is carried as (protoc-gen-go gives the Go
+/// type of the same name); none for a named type, an option or a list.
+pub fn scalar(t: &Ty) -> Option<&'static str> {
+    Some(match t {
+        Ty::Bool => "bool",
+        Ty::U16 | Ty::U32 => "uint32",
+        Ty::U64 => "uint64",
+        Ty::S32 => "int32",
+        Ty::String => "string",
+        Ty::Named(_) | Ty::Option(_) | Ty::List(_) => return None,
+    })
+}
+
 /// The proto type of a scalar, enum or message (not an option or list).
 fn base(t: &Ty) -> String {
-    match t {
-        Ty::Bool => "bool".into(),
-        Ty::U16 | Ty::U32 => "uint32".into(),
-        Ty::U64 => "uint64".into(),
-        Ty::S32 => "int32".into(),
-        Ty::String => "string".into(),
-        Ty::Named(n) => n.to_upper_camel_case(),
-        Ty::Option(_) | Ty::List(_) => unreachable!("handled by the caller"),
+    match (scalar(t), t) {
+        (Some(s), _) => s.into(),
+        (None, Ty::Named(n)) => n.to_upper_camel_case(),
+        (None, _) => unreachable!("handled by the caller"),
     }
 }
 
