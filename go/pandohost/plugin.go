@@ -81,9 +81,11 @@ func (c Config) plugin() PluginConfig {
 }
 
 // args is pando-host serve's command line: the flags for one unnamed
-// adapter, else `--adapters FILE` with the file written into dir.
-func (c PluginConfig) args(dir string) ([]string, error) {
-	args := []string{"serve"}
+// adapter, else `--adapters FILE` with the file written into a directory
+// of its own, which done removes (serve reads the file before its
+// handshake, so it can go once the plugin is up or has failed).
+func (c PluginConfig) args() (args []string, done func(), err error) {
+	args = []string{"serve"}
 	if c.CacheDir != "" {
 		args = append(args, "--cache-dir", c.CacheDir)
 	}
@@ -97,7 +99,7 @@ func (c PluginConfig) args(dir string) ([]string, error) {
 				args = append(args, f.flag, f.value)
 			}
 		}
-		return args, nil
+		return args, func() {}, nil
 	}
 	type entry struct {
 		Component  string `json:"component"`
@@ -111,30 +113,38 @@ func (c PluginConfig) args(dir string) ([]string, error) {
 	entries := map[string]entry{}
 	for name, a := range c.Adapters {
 		if name == "" {
-			return nil, errors.New("pandohost: with several adapters, each needs a name")
+			return nil, nil, errors.New("pandohost: with several adapters, each needs a name")
 		}
-		// The file's relative paths would be read beside it, in dir.
-		abs := func(p string) string {
-			if p == "" || filepath.IsAbs(p) {
-				return p
-			}
-			if full, err := filepath.Abs(p); err == nil {
-				return full
-			}
-			return p
-		}
-		entries[name] = entry{abs(a.Component), a.Digest, abs(a.Grants), abs(a.Config),
-			abs(a.Limits), abs(a.Kubeconfig), a.Context}
+		entries[name] = entry{absPath(a.Component), a.Digest, absPath(a.Grants), absPath(a.Config),
+			absPath(a.Limits), absPath(a.Kubeconfig), a.Context}
 	}
 	data, err := json.Marshal(entries)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	dir, err := os.MkdirTemp("", "pandohost-")
+	if err != nil {
+		return nil, nil, err
+	}
+	done = func() { os.RemoveAll(dir) }
 	file := filepath.Join(dir, "adapters.json")
 	if err := os.WriteFile(file, data, 0o600); err != nil {
-		return nil, err
+		done()
+		return nil, nil, err
 	}
-	return append(args, "--adapters", file), nil
+	return append(args, "--adapters", file), done, nil
+}
+
+// absPath is p made absolute: the adapters file's relative paths would be
+// read beside it, in its temporary directory.
+func absPath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if full, err := filepath.Abs(p); err == nil {
+		return full
+	}
+	return p
 }
 
 // grpcPlugin is the adapter service's side of go-plugin: the client only.
@@ -257,17 +267,11 @@ func (p *Plugin) conn(_ context.Context) (pb.AdapterClient, error) {
 	if bin == "" {
 		bin = "pando-host"
 	}
-	dir, err := os.MkdirTemp("", "pandohost-")
+	args, done, err := p.cfg.args()
 	if err != nil {
 		return nil, &PluginError{Op: "starting " + bin + " serve", Err: err}
 	}
-	// serve reads the adapters file before its handshake, so it can go
-	// once the plugin is up (or failed).
-	defer os.RemoveAll(dir)
-	args, err := p.cfg.args(dir)
-	if err != nil {
-		return nil, &PluginError{Op: "starting " + bin + " serve", Err: err}
-	}
+	defer done()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), p.cfg.Env...)
 	logger := p.cfg.Logger
