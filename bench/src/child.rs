@@ -35,6 +35,18 @@ pub enum Mode {
         /// How many.
         count: u32,
     },
+    /// Loads the Kubernetes adapter `count` times as for `count` clusters
+    /// (benchmark `fleet`), each keeping at most `max_idle` idle instances.
+    Fleet {
+        /// How many loads.
+        count: u32,
+        /// Each load's `Limits::max_idle`.
+        #[arg(long, default_value_t = 8)]
+        max_idle: u32,
+        /// Also time `upstream` with one adapter loaded and with all.
+        #[arg(long)]
+        upstream: bool,
+    },
     /// Configures `count` native Kubernetes adapters and keeps them.
     NativeAdapters {
         /// How many.
@@ -151,6 +163,13 @@ pub async fn run(mode: Mode) -> Result<()> {
         }
         Mode::Adapters { count } => serde_json::to_string(&adapters(count).await?)?,
         Mode::NativeAdapters { count } => serde_json::to_string(&native_adapters(count)?)?,
+        Mode::Fleet {
+            count,
+            max_idle,
+            upstream,
+        } => {
+            serde_json::to_string(&crate::benches::fleet::child(count, max_idle, upstream).await?)?
+        }
         Mode::UpstreamLoop { calls, slots, raw } => {
             let ns = crate::benches::upstream::profile_loop(calls, slots, raw).await?;
             serde_json::to_string(&serde_json::json!({ "ns_per_call": ns }))?

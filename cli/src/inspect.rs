@@ -71,6 +71,7 @@ fn cache(c: CacheOutcome) -> &'static str {
         CacheOutcome::Hit => "hit",
         CacheOutcome::Compiled => "compiled",
         CacheOutcome::Uncached => "uncached",
+        CacheOutcome::Shared => "shared",
     }
 }
 

@@ -24,7 +24,8 @@ pub struct Limits {
     pub default_timeout: Duration,
     /// Instances alive at once for ordinary calls; more callers wait.
     pub max_instances: u32,
-    /// Configured instances kept idle for reuse.
+    /// Configured instances kept idle for reuse. 0 keeps none, not even
+    /// the one a load makes: every call then makes its instance.
     pub max_idle: u32,
     /// Instances alive at once for long-running calls (watch, exec).
     pub max_long_running: u32,

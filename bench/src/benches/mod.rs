@@ -1,6 +1,7 @@
 //! The benchmarks, in the order a run takes them, and what they share.
 
 pub(crate) mod cache_memory;
+pub(crate) mod fleet;
 mod go_client;
 pub(crate) mod kube_rtt;
 mod kube_write;
@@ -66,6 +67,10 @@ pub const ALL: &[(&str, &str)] = &[
         "resident memory of an idle configured instance, and of a host with 10 adapters loaded",
     ),
     (
+        "fleet",
+        "one component loaded once per cluster, 100 times in one host: memory and time per extra load, `upstream` with all loaded",
+    ),
+    (
         "cache-memory",
         "the watch-fed cache's resident bytes per pod held, at 30 000 and 100 000 pods, vs typed objects",
     ),
@@ -84,6 +89,7 @@ pub async fn run(name: &str, quick: bool, max_apps: usize) -> Result<Bench> {
         "serve" => serve::run(quick).await,
         "observe" => observe::run(quick, max_apps).await,
         "memory" => memory::run(quick).await,
+        "fleet" => fleet::run(quick).await,
         "cache-memory" => cache_memory::run(quick).await,
         other => anyhow::bail!("no benchmark named `{other}`"),
     }

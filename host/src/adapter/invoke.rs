@@ -274,7 +274,7 @@ pub(crate) async fn instantiate(
         factory.store(),
         deadline,
         cancel,
-        async |store: &mut Store<HostState>| factory.pre.instantiate_async(store).await,
+        async |store: &mut Store<HostState>| factory.code.pre.instantiate_async(store).await,
     )
     .await
 }

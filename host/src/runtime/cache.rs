@@ -31,6 +31,9 @@ pub enum CacheOutcome {
     Compiled,
     /// Compiled; there is no cache (or it could not be used).
     Uncached,
+    /// Neither compiled nor read: an adapter loaded from the same bytes in
+    /// this host is alive, and its code is shared (`runtime/code.rs`).
+    Shared,
 }
 
 impl CompileCache {

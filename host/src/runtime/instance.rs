@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use wasmtime::component::Component;
 use wasmtime::{Store, UpdateDeadline};
 
-use crate::bindings::v0_1::{KubernetesAdapter, KubernetesAdapterPre};
+use crate::bindings::v0_1::KubernetesAdapter;
 use crate::capability::Shared;
 use crate::capability::held::HeldBudget;
 use crate::limits::Limits;
+use crate::runtime::code::Code;
 use crate::runtime::engine::SharedEngine;
 use crate::runtime::state::{HostState, Identity};
 
@@ -43,7 +43,8 @@ pub(crate) struct Instance {
 pub(crate) struct Factory {
     /// Shared, so the epoch ticker runs as long as any adapter lives.
     pub(crate) engine: Arc<SharedEngine>,
-    pub(crate) pre: KubernetesAdapterPre<HostState>,
+    /// The pre-linked code, shared with every load of the same bytes.
+    pub(crate) code: Arc<Code>,
     pub(crate) config: String,
     pub(crate) limits: Limits,
     pub(crate) identity: Arc<Identity>,
@@ -57,24 +58,21 @@ pub(crate) struct Factory {
 impl Factory {
     pub(crate) fn new(
         engine: &Arc<SharedEngine>,
-        linker: &wasmtime::component::Linker<HostState>,
-        component: &Component,
+        code: Arc<Code>,
         config: String,
         limits: Limits,
         identity: Arc<Identity>,
         capabilities: Shared,
-    ) -> wasmtime::Result<Self> {
-        let pre = linker.instantiate_pre(component)?;
-        let pre = KubernetesAdapterPre::new(pre)?;
-        Ok(Factory {
+    ) -> Self {
+        Factory {
             engine: Arc::clone(engine),
-            pre,
+            code,
             config,
             capabilities,
             held_budget: Arc::new(HeldBudget::of(&limits)),
             limits,
             identity,
-        })
+        }
     }
 
     /// A fresh store with its limits and deadline hook.

@@ -8,6 +8,7 @@
 
 pub(crate) mod breaker;
 pub mod cache;
+pub(crate) mod code;
 pub(crate) mod engine;
 mod hot;
 pub(crate) mod instance;

@@ -167,3 +167,90 @@ async fn a_pinned_digest_is_checked_against_the_bytes_even_when_the_file_is_know
         "{err:?}"
     );
 }
+
+/// The test adapter loaded in `host` from `file` under `name`, with its
+/// own configuration.
+async fn load_named(
+    host: &Host,
+    file: &std::path::Path,
+    name: &str,
+    config: &str,
+) -> pando_host::Adapter {
+    let options = LoadOptions {
+        name: Some(name.into()),
+        config: config.into(),
+        ..LoadOptions::default()
+    };
+    host.load_file(file, options)
+        .await
+        .unwrap_or_else(|e| panic!("{name} loads: {e}"))
+}
+
+#[tokio::test]
+async fn loads_of_the_same_bytes_in_one_host_share_code_while_one_is_alive() {
+    let (cache, files) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let file = copy_of_test_adapter(files.path());
+    let host = Host::builder()
+        .cache_dir(cache.path())
+        .build()
+        .expect("host builds");
+    let cx = pando_host::CallContext::default().with_timeout(std::time::Duration::from_secs(20));
+
+    let plain = load_named(&host, &file, "plain", "{}").await;
+    assert_eq!(plain.cache_outcome(), CacheOutcome::Compiled);
+    let claiming = load_named(
+        &host,
+        &file,
+        "claiming",
+        r#"{"misbehave":"claim-image-import"}"#,
+    )
+    .await;
+    assert_eq!(
+        claiming.cache_outcome(),
+        CacheOutcome::Shared,
+        "a second load of the same bytes takes the live code"
+    );
+    // The same bytes by another way in (`load_bytes`) share it too.
+    let bytes = std::fs::read(&file).expect("read the copy");
+    let third = host
+        .load_bytes("third", &bytes, LoadOptions::default())
+        .await
+        .expect("loads from bytes");
+    assert_eq!(third.cache_outcome(), CacheOutcome::Shared);
+
+    // Shared code, separate adapters: each answers with its own
+    // configuration.
+    let caps = |a: &pando_host::Adapter| {
+        let (a, cx) = (a.clone(), cx.clone());
+        async move { a.capabilities(&cx).await.expect("capabilities") }
+    };
+    assert!(!caps(&plain).await.image_import);
+    assert!(caps(&claiming).await.image_import);
+    assert!(!caps(&third).await.image_import);
+
+    // A pinned digest is still checked when live code has that digest.
+    let pinned = host
+        .load_bytes(
+            "pinned",
+            &bytes,
+            LoadOptions {
+                expected_digest: Some(format!("sha256:{}", "0".repeat(64))),
+                ..LoadOptions::default()
+            },
+        )
+        .await;
+    assert!(
+        matches!(pinned, Err(pando_host::LoadError::DigestMismatch { .. })),
+        "a wrong pin is refused even with the code loaded: {:?}",
+        pinned.map(|a| a.name().to_string())
+    );
+
+    // Once no adapter uses the code it is gone: the next load reads the
+    // compile cache again.
+    drop((plain, claiming, third));
+    let again = load_named(&host, &file, "again", "{}").await;
+    assert_eq!(again.cache_outcome(), CacheOutcome::Hit);
+}

@@ -30,6 +30,25 @@ async fn a_healthy_instance_is_reused() {
 }
 
 #[tokio::test]
+async fn max_idle_zero_keeps_no_instance_the_first_included() {
+    let (a, _c) = test_adapter::load(Limits {
+        max_idle: 0,
+        ..Limits::default()
+    })
+    .await;
+    assert_eq!(
+        a.idle_instances(),
+        0,
+        "the load's first instance is not kept"
+    );
+    // Every call is on a fresh instance: the test adapter counts calls per
+    // instance.
+    assert_eq!(count(&a).await, 1);
+    assert_eq!(count(&a).await, 1);
+    assert_eq!(a.idle_instances(), 0);
+}
+
+#[tokio::test]
 async fn an_adapter_error_keeps_the_instance() {
     let (a, _c) = adapter().await;
     assert_eq!(count(&a).await, 1);

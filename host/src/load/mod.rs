@@ -14,14 +14,18 @@ use crate::capability;
 use crate::check::{self, ComponentShape};
 use crate::error::{CallError, LoadError};
 use crate::grants::Grants;
-use crate::limits::Limits;
 use crate::runtime::cache::{self, CacheOutcome, CompileCache};
+use crate::runtime::code::{Code, LoadedCode};
 use crate::runtime::engine::{EngineSettings, SharedEngine};
 use crate::runtime::instance::{Factory, Instance};
 use crate::runtime::linking::PendingLinker;
 use crate::runtime::pool::Pool;
 use crate::runtime::state::Identity;
 use crate::types::KindInfo;
+
+mod options;
+
+pub use options::{LoadOptions, LoadProgress, ProgressHook};
 
 /// How long loading may spend instantiating and configuring the first
 /// instance.
@@ -39,6 +43,8 @@ struct HostInner {
     /// Made on a thread of its own while `build()` returns
     /// (`runtime/linking.rs`); the first load takes it.
     linker_v0_1: PendingLinker,
+    /// The code of the adapters alive, shared by loads of the same bytes.
+    code: Arc<LoadedCode>,
     metrics: Arc<crate::adapter::metrics::Metrics>,
 }
 
@@ -104,100 +110,10 @@ impl HostBuilder {
                 engine,
                 cache,
                 linker_v0_1,
+                code: Arc::default(),
                 metrics: crate::adapter::metrics::Metrics::new(),
             }),
         })
-    }
-}
-
-/// What a load reports while it works. A first load compiles the
-/// component for this machine, which takes seconds; a caller with a
-/// person watching says so (`pando-host` does on a terminal). Loads the
-/// compile cache answers report nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LoadProgress {
-    /// Compiling `what`, `bytes` long: it is not in the compile cache.
-    Compiling {
-        /// The component, as errors name it.
-        what: String,
-        /// Its size.
-        bytes: usize,
-    },
-    /// Compiled in `elapsed`; `cached` when later loads will be served
-    /// from the compile cache.
-    Compiled {
-        /// The component, as errors name it.
-        what: String,
-        /// The time the compile took.
-        elapsed: Duration,
-        /// Whether the compiled code was stored for later loads.
-        cached: bool,
-    },
-}
-
-/// Called with each [`LoadProgress`] of a load, from a blocking thread.
-pub type ProgressHook = Arc<dyn Fn(&LoadProgress) + Send + Sync>;
-
-/// What to load an adapter with.
-#[derive(Clone)]
-pub struct LoadOptions {
-    /// What it may reach.
-    pub grants: Grants,
-    /// Its configuration, a JSON document (the adapter's schema).
-    pub config: String,
-    /// Its limits.
-    pub limits: Limits,
-    /// The name it is known by in logs and audit (default: its kind).
-    pub name: Option<String>,
-    /// The client its Kubernetes import sends with (kubeconfig or in-cluster
-    /// configuration, built by the caller). Used only when the grants have a
-    /// `kubernetes` section; without a client, Kubernetes calls answer that
-    /// no cluster is configured.
-    pub kubernetes: Option<kube::Client>,
-    /// The watch-fed cache its Kubernetes reads that allow any version
-    /// (`resourceVersion=0`) may be answered from; one cache can serve every
-    /// adapter loaded with the same client ([`crate::kubecache`]).
-    pub kubernetes_cache: Option<std::sync::Arc<crate::kubecache::WatchCache>>,
-    /// The SHA-256 the component must have (hex, optionally `sha256:`
-    /// before it): a component whose bytes differ is refused before it is
-    /// compiled ([`LoadError::DigestMismatch`]). None loads whatever the
-    /// file holds.
-    pub expected_digest: Option<String>,
-    /// Told when the load compiles the component, and when it is done.
-    pub progress: Option<ProgressHook>,
-}
-
-impl std::fmt::Debug for LoadOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadOptions")
-            .field("grants", &self.grants)
-            .field("config", &self.config)
-            .field("limits", &self.limits)
-            .field("name", &self.name)
-            .field(
-                "kubernetes",
-                &self.kubernetes.as_ref().map(|_| "kube::Client"),
-            )
-            .field("kubernetes_cache", &self.kubernetes_cache.is_some())
-            .field("expected_digest", &self.expected_digest)
-            .field("progress", &self.progress.is_some())
-            .finish()
-    }
-}
-
-impl Default for LoadOptions {
-    fn default() -> Self {
-        LoadOptions {
-            grants: Grants::none(),
-            config: "{}".into(),
-            limits: Limits::default(),
-            name: None,
-            kubernetes: None,
-            kubernetes_cache: None,
-            expected_digest: None,
-            progress: None,
-        }
     }
 }
 
@@ -206,6 +122,8 @@ struct Prepared {
     what: String,
     digest: String,
     component: Component,
+    /// The live code of an adapter loaded from the same bytes, when one is.
+    shared: Option<Arc<Code>>,
     cache: CacheOutcome,
     shape: ComponentShape,
     compile_time: Duration,
@@ -265,15 +183,19 @@ impl Host {
         };
         let started = Instant::now();
         let engine = self.inner.engine.engine.clone();
+        let live = self.inner.code.clone();
         let file = path.to_path_buf();
         let known = tokio::task::spawn_blocking(move || {
             let digest = cache.known_file(&file)?;
+            if let Some(code) = live.get(&digest) {
+                return Some((digest, code.component.clone(), Some(code)));
+            }
             let component = cache.load_known(&engine, &digest)?;
-            Some((digest, component))
+            Some((digest, component, None))
         })
         .await
         .map_err(|e| LoadError::Engine(format!("cache task failed: {e}")))?;
-        let Some((digest, component)) = known else {
+        let Some((digest, component, shared)) = known else {
             return Ok(None);
         };
         let compile_time = started.elapsed();
@@ -282,7 +204,12 @@ impl Host {
             what: what.into(),
             digest,
             component,
-            cache: CacheOutcome::Hit,
+            cache: if shared.is_some() {
+                CacheOutcome::Shared
+            } else {
+                CacheOutcome::Hit
+            },
+            shared,
             shape,
             compile_time,
         }))
@@ -336,7 +263,9 @@ impl Host {
             error: Box::new(e),
         })?;
 
-        let pool = Pool::new(factory, Some(first));
+        // `max_idle` 0 keeps no idle instance, the first included.
+        let first = (options.limits.max_idle > 0).then_some(first);
+        let pool = Pool::new(factory, first);
         tracing::info!(
             adapter = %identity.name,
             kind = %info.kind,
@@ -423,6 +352,19 @@ impl Host {
             }
         }
         let started = Instant::now();
+        if let Some(code) = self.inner.code.get(&digest) {
+            let component = code.component.clone();
+            let shape = check::check_shape(what, &self.inner.engine.engine, &component, grants)?;
+            return Ok(Prepared {
+                what: what.into(),
+                digest,
+                component,
+                shared: Some(code),
+                cache: CacheOutcome::Shared,
+                shape,
+                compile_time: started.elapsed(),
+            });
+        }
         // Compiling takes hundreds of milliseconds of CPU: keep it off the
         // async workers.
         let engine = self.inner.engine.engine.clone();
@@ -471,6 +413,7 @@ impl Host {
             what: what.into(),
             digest,
             component,
+            shared: None,
             cache,
             shape,
             compile_time,
@@ -486,10 +429,22 @@ impl Host {
         let provisional = Arc::new(Identity {
             name: options.name.clone().unwrap_or_else(|| what.to_string()),
         });
+        let code = match &prepared.shared {
+            Some(code) => code.clone(),
+            None => {
+                let linker = self.inner.linker_v0_1.get(&self.inner.engine.engine)?;
+                let code = Code::link(prepared.component.clone(), linker).map_err(|e| {
+                    LoadError::Instantiate {
+                        what: what.into(),
+                        reason: format!("{e:#}"),
+                    }
+                })?;
+                self.inner.code.keep(&prepared.digest, code)
+            }
+        };
         let factory = Factory::new(
             &self.inner.engine,
-            self.inner.linker_v0_1.get(&self.inner.engine.engine)?,
-            &prepared.component,
+            code,
             options.config.clone(),
             options.limits.clone(),
             provisional.clone(),
@@ -499,11 +454,7 @@ impl Host {
                 kubernetes: options.kubernetes.as_ref(),
                 kubernetes_cache: options.kubernetes_cache.as_ref(),
             }),
-        )
-        .map_err(|e| LoadError::Instantiate {
-            what: what.into(),
-            reason: format!("{e:#}"),
-        })?;
+        );
 
         let cancel = CancellationToken::new();
         let deadline = Instant::now().checked_add(LOAD_TIMEOUT);
