@@ -51,6 +51,10 @@ pub(crate) struct Pool {
     /// dropped rather than pooled, since the load: for the metrics.
     pub(crate) made: AtomicU64,
     pub(crate) discarded: AtomicU64,
+    /// Leases that found every instance busy and waited for a permit, and
+    /// the nanoseconds they waited in all: contention, for the metrics.
+    pub(crate) waits: AtomicU64,
+    pub(crate) waited_ns: AtomicU64,
 }
 
 /// Which of an adapter's instance budgets a call draws on.
@@ -133,6 +137,8 @@ impl Pool {
             factory,
             made: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            waited_ns: AtomicU64::new(0),
         })
     }
 
@@ -277,7 +283,13 @@ impl Pool {
             return Ok(permit);
         }
         // The wait, boxed: a rare path, kept out of every call's future.
-        Box::pin(self.wait_for_permit(budget, method, deadline, timeout, cancel)).await
+        let started = Instant::now();
+        let permit =
+            Box::pin(self.wait_for_permit(budget, method, deadline, timeout, cancel)).await;
+        let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.waits.fetch_add(1, Ordering::Relaxed);
+        self.waited_ns.fetch_add(waited, Ordering::Relaxed);
+        permit
     }
 
     /// `budget`'s semaphore and the limit it was made with.

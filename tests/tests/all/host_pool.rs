@@ -48,7 +48,12 @@ async fn holding(
 
 /// The adapter's counter `name` (`pando_adapter_instances_<name>_total`).
 fn instances(a: &Adapter, name: &str) -> u64 {
-    let metric = format!("pando_adapter_instances_{name}_total{{");
+    metric(a, &format!("pando_adapter_instances_{name}_total")) as u64
+}
+
+/// The adapter's value of the metric `name`.
+fn metric(a: &Adapter, name: &str) -> f64 {
+    let metric = format!("{name}{{");
     let who = format!("adapter=\"{}\"", a.name());
     let text = a.metrics();
     text.lines()
@@ -78,6 +83,14 @@ async fn calls_beyond_max_instances_wait_and_the_budget_is_never_exceeded() {
     assert_eq!(instances(&a, "made"), 1);
     assert_eq!(instances(&a, "discarded"), 0);
     assert_eq!(a.idle_instances(), 2);
+    // Two served at once, the other four waited: two for one 200 ms call,
+    // two for two of them.
+    assert_eq!(metric(&a, "pando_adapter_pool_waits_total"), 4.0);
+    let waited = metric(&a, "pando_adapter_pool_wait_seconds_total");
+    assert!(
+        (1.0..3.0).contains(&waited),
+        "four waits of 200 to 400 ms each, {waited} s in all"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

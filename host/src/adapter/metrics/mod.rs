@@ -271,6 +271,8 @@ struct State {
     idle: Family<AdapterLabels, Gauge>,
     made: Family<AdapterLabels, Counter>,
     discarded: Family<AdapterLabels, Counter>,
+    pool_waits: Family<AdapterLabels, Counter>,
+    pool_wait: Family<AdapterLabels, SecondsTotal>,
     quarantined: Family<AdapterLabels, Gauge>,
     held_bytes: Family<AdapterLabels, Gauge>,
     held_bytes_limit: Family<AdapterLabels, Gauge>,
@@ -343,6 +345,12 @@ impl State {
         self.discarded
             .get_or_create(name)
             .inc_by(pool.discarded.load(std::sync::atomic::Ordering::Relaxed));
+        self.pool_waits
+            .get_or_create(name)
+            .inc_by(pool.waits.load(std::sync::atomic::Ordering::Relaxed));
+        self.pool_wait
+            .get_or_create(name)
+            .inc_by(pool.waited_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9);
         set(
             &self.quarantined.get_or_create(name),
             i64::from(a.breaker.quarantine().is_some()),
@@ -429,6 +437,8 @@ impl State {
             "adapter_instances_idle", "Configured instances idle in the pool", idle;
             "adapter_instances_made", "Instances made for calls since the load (the load's own not counted)", made;
             "adapter_instances_discarded", "Instances dropped rather than pooled: faulted, cut mid-call, holding streams, past their quota, or over max_idle", discarded;
+            "adapter_pool_waits", "Calls that found every instance busy (max_instances or max_long_running) and waited for one", pool_waits;
+            "adapter_pool_wait_seconds", "Time calls spent waiting for an instance, in all", pool_wait;
             "adapter_quarantined", "1 while the adapter is quarantined after repeated faults", quarantined;
             "adapter_held_bytes", "Bytes the host holds for the adapter in stream buffers", held_bytes;
             "adapter_held_bytes_limit", "limits.stream_buffer_bytes", held_bytes_limit;
