@@ -26,6 +26,9 @@ pub enum Unit {
     /// Mebibytes.
     #[serde(rename = "MiB")]
     Mib,
+    /// Operations a second.
+    #[serde(rename = "/s")]
+    PerS,
     /// A count (apps, requests).
     #[serde(rename = "count")]
     Count,
@@ -42,6 +45,7 @@ impl Unit {
             Unit::Ms => "ms",
             Unit::MibPerS => "MiB/s",
             Unit::Mib => "MiB",
+            Unit::PerS => "/s",
             Unit::Count => "count",
             Unit::Bytes => "B",
         }

@@ -1,6 +1,7 @@
 //! The benchmarks, in the order a run takes them, and what they share.
 
 pub(crate) mod cache_memory;
+mod concurrency;
 pub(crate) mod fleet;
 mod go_client;
 pub(crate) mod kube_rtt;
@@ -59,6 +60,10 @@ pub const ALL: &[(&str, &str)] = &[
         "calls from Go through `pando-host serve` (go-plugin, gRPC) vs the same calls in process",
     ),
     (
+        "concurrency",
+        "`upstream` and a cached `observe` from 1, 2, 8 and 64 callers at once: throughput against one caller, p99",
+    ),
+    (
         "observe",
         "observe passes over N apps at 5 QPS, burst 10: apps per 15 s pass, API requests per app",
     ),
@@ -87,6 +92,7 @@ pub async fn run(name: &str, quick: bool, max_apps: usize) -> Result<Bench> {
         "log" => logs::run(quick).await,
         "snapshot" => snapshot::run(quick).await,
         "serve" => serve::run(quick).await,
+        "concurrency" => concurrency::run(quick).await,
         "observe" => observe::run(quick, max_apps).await,
         "memory" => memory::run(quick).await,
         "fleet" => fleet::run(quick).await,
