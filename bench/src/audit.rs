@@ -23,6 +23,12 @@ pub fn cached() -> u64 {
     CACHED.load(Ordering::Relaxed)
 }
 
+/// Audit events that reached the API server (not answered by the cache)
+/// since the process started: subtract two readings for a window's.
+pub fn live() -> u64 {
+    count() - cached()
+}
+
 struct Counter;
 
 /// Reads an event's `cached` field.

@@ -219,17 +219,45 @@ pub async fn load_probe_with(host: &Host, client: Client, grants: Grants) -> Res
 /// The Kubernetes adapter with [`KUBERNETES_CONFIG`] and its shipped
 /// grants, reaching the cluster through `client` if given.
 pub async fn load_kubernetes(host: &Host, client: Option<Client>) -> Result<Adapter> {
-    load(
-        host,
-        &kubernetes_adapter()?,
-        LoadOptions {
-            grants: kubernetes_grants()?,
-            config: KUBERNETES_CONFIG.into(),
-            kubernetes: client,
-            ..LoadOptions::default()
-        },
-    )
-    .await
+    load(host, &kubernetes_adapter()?, kubernetes_options(client)?).await
+}
+
+/// What [`load_kubernetes`] loads with.
+fn kubernetes_options(client: Option<Client>) -> Result<LoadOptions> {
+    Ok(LoadOptions {
+        grants: kubernetes_grants()?,
+        config: KUBERNETES_CONFIG.into(),
+        kubernetes: client,
+        ..LoadOptions::default()
+    })
+}
+
+/// A watch-fed cache on `client` that has listed what it watches, as in a
+/// host that has run for a while.
+pub async fn synced_cache(client: &Client) -> Result<Arc<pando_host::kubecache::WatchCache>> {
+    let cache = pando_host::kubecache::WatchCache::start(
+        client.clone(),
+        pando_host::kubecache::CacheOptions::default(),
+    )?;
+    anyhow::ensure!(
+        cache.wait_synced(std::time::Duration::from_secs(120)).await,
+        "the watch-fed cache did not list within 120 s"
+    );
+    Ok(cache)
+}
+
+/// The Kubernetes adapter as [`load_kubernetes`] loads it, its reads that
+/// allow any version answered from `cache`.
+pub async fn load_kubernetes_cached(
+    host: &Host,
+    client: Client,
+    cache: Arc<pando_host::kubecache::WatchCache>,
+) -> Result<Adapter> {
+    let options = LoadOptions {
+        kubernetes_cache: Some(cache),
+        ..kubernetes_options(Some(client))?
+    };
+    load(host, &kubernetes_adapter()?, options).await
 }
 
 /// The Kubernetes adapter as [`load_kubernetes`] loads it, with no request

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
+use pando_host::Adapter;
 use pando_host::types::{BundleRef, WorkloadRef};
-use pando_host::{Adapter, LoadOptions};
 
 use super::observe_setup as setup;
 use super::upstream::PORT;
@@ -88,31 +88,12 @@ async fn cached_observe(
     let running = setup::wait_running(admin, 1, Duration::from_secs(120)).await?;
     ensure!(running >= 1, "the concurrency bench's app did not run");
     let client = env::client(Identity::Pando).await?;
-    let cache = pando_host::kubecache::WatchCache::start(
-        client.clone(),
-        pando_host::kubecache::CacheOptions::default(),
-    )?;
-    ensure!(
-        cache.wait_synced(Duration::from_secs(120)).await,
-        "the watch-fed cache did not list within 120 s"
-    );
-    let host = env::host()?;
-    let adapter = env::load(
-        &host,
-        &env::kubernetes_adapter()?,
-        LoadOptions {
-            grants: env::kubernetes_grants()?,
-            config: env::KUBERNETES_CONFIG.into(),
-            kubernetes: Some(client),
-            kubernetes_cache: Some(cache),
-            ..LoadOptions::default()
-        },
-    )
-    .await?;
+    let cache = env::synced_cache(&client).await?;
+    let adapter = env::load_kubernetes_cached(&env::host()?, client, cache).await?;
     let observe = Call::Observe(BundleRef { id: ids[0].clone() });
-    let (all, cached) = (crate::audit::count(), crate::audit::cached());
+    let before = crate::audit::live();
     let rows = scaling("observe (cached)", &adapter, window, rounds, &observe).await?;
-    let live = (crate::audit::count() - all) - (crate::audit::cached() - cached);
+    let live = crate::audit::live() - before;
     bench.rows.extend(rows);
     bench.note(format!(
         "observe (cached): {live} requests reached the API server over all windows"

@@ -144,14 +144,14 @@ pub async fn child(count: u32, max_idle: u32, upstream: bool) -> Result<FleetRep
         workload: "web".into(),
     };
     let host = env::host()?;
-    let component = env::kubernetes_adapter()?;
+    let (component, grants) = (env::kubernetes_adapter()?, env::kubernetes_grants()?);
     settle().await;
     let mut steps = vec![("host built".to_string(), Resident::now())];
     let (mut loaded, mut load_us, mut shared) = (Vec::new(), Vec::new(), 0u32);
     let mut upstream_ns = Vec::new();
     for i in 0..count {
         let options = LoadOptions {
-            grants: env::kubernetes_grants()?,
+            grants: grants.clone(),
             config: env::KUBERNETES_CONFIG.into(),
             name: Some(format!("cluster-{i}")),
             limits: Limits {

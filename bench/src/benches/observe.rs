@@ -225,31 +225,12 @@ struct CachedPass {
 /// a while; its start-up is reported.
 async fn cached_pass(client: &Client, ids: &[String], window: Duration) -> Result<CachedPass> {
     let t = Instant::now();
-    let cache = pando_host::kubecache::WatchCache::start(
-        client.clone(),
-        pando_host::kubecache::CacheOptions::default(),
-    )?;
-    ensure!(
-        cache.wait_synced(Duration::from_secs(120)).await,
-        "the watch-fed cache did not list within 120 s"
-    );
+    let cache = env::synced_cache(client).await?;
     let synced = t.elapsed();
-    let host = env::host()?;
-    let adapter = env::load(
-        &host,
-        &env::kubernetes_adapter()?,
-        LoadOptions {
-            grants: env::kubernetes_grants()?,
-            config: env::KUBERNETES_CONFIG.into(),
-            kubernetes: Some(client.clone()),
-            kubernetes_cache: Some(cache.clone()),
-            ..LoadOptions::default()
-        },
-    )
-    .await?;
-    let (all, hits) = (audit::count(), audit::cached());
+    let adapter = env::load_kubernetes_cached(&env::host()?, client.clone(), cache.clone()).await?;
+    let before = audit::live();
     let pass = observe_for(&adapter, ids, window).await?;
-    let live = (audit::count() - all) - (audit::cached() - hits);
+    let live = audit::live() - before;
     Ok(CachedPass {
         apps: pass.apps,
         requests: live,
