@@ -5,13 +5,14 @@
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::bindings::Line;
 use crate::capability::{self, Lending};
 use crate::error::LoadError;
 use crate::grants::Grants;
 
 /// Contract versions this host serves, newest first. Each also serves the
 /// versions semver-compatible with it ([`served_version`]).
-pub const SERVED_VERSIONS: &[&str] = &["0.1.0"];
+pub const SERVED_VERSIONS: &[&str] = &["0.2.0", "0.1.0"];
 
 /// The served version that serves a component built against `version`:
 /// the same one, or one semver-compatible with it as the component model's
@@ -89,6 +90,59 @@ pub(crate) fn check_header(what: &str, bytes: &[u8]) -> Result<(), LoadError> {
         });
     }
     Ok(())
+}
+
+/// The version of `pando:runtime/adapter` a component exports, read from its
+/// bytes before anything is compiled: it picks the engine that compiles it
+/// (one per contract line, `runtime/engine.rs`). Only the outermost
+/// component's exports are read; nested modules and components are skipped
+/// over, not parsed. `None` when it exports no adapter interface or the bytes
+/// do not parse this far (the compile that follows says why).
+pub(crate) fn exported_version(bytes: &[u8]) -> Option<String> {
+    use wasmparser::{Chunk, Parser, Payload};
+
+    let mut parser = Parser::new(0);
+    let mut data = bytes;
+    loop {
+        let Chunk::Parsed { consumed, payload } = parser.parse(data, true).ok()? else {
+            return None;
+        };
+        data = data.get(consumed..)?;
+        match payload {
+            Payload::ModuleSection {
+                unchecked_range, ..
+            }
+            | Payload::ComponentSection {
+                unchecked_range, ..
+            } => data = data.get(unchecked_range.len()..)?,
+            Payload::CodeSectionStart { size, .. } => {
+                parser.skip_section();
+                data = data.get(usize::try_from(size).ok()?..)?;
+            }
+            Payload::ComponentExportSection(exports) => {
+                for export in exports.into_iter().flatten() {
+                    if let Some(n) = parse_name(export.name.name)
+                        && n.package == PACKAGE
+                        && n.interface == "adapter"
+                    {
+                        return n.version.map(str::to_string);
+                    }
+                }
+            }
+            Payload::End(_) => return None,
+            _ => {}
+        }
+    }
+}
+
+/// The line whose engine compiles a component exporting `version` (the
+/// 0.1 engine for a version no line serves: the check after the compile
+/// refuses it, naming the versions served).
+pub(crate) fn line_of(version: Option<&str>) -> Line {
+    version
+        .and_then(served_version)
+        .and_then(Line::of)
+        .unwrap_or(Line::V0_1)
 }
 
 /// A parsed `namespace:package/interface@version`.
@@ -191,7 +245,7 @@ fn classify_import(name: &str, contract_version: &str, grants: Option<&Grants>) 
     let Some(item) = parse_name(name) else {
         return Import::Refused(
             "which is not an interface this host knows (a bare function import); \
-             adapters import only WASI 0.2 and pando:runtime interfaces"
+             adapters import only WASI and pando:runtime interfaces"
                 .into(),
         );
     };
@@ -222,10 +276,12 @@ fn classify_import(name: &str, contract_version: &str, grants: Option<&Grants>) 
                      the whole adapter against one version of the pando:runtime package"
                 ));
             }
-            match capability::lending(item.interface, grants) {
+            let line = Line::of(contract_version).unwrap_or(Line::V0_1);
+            match capability::lending(item.interface, line, grants) {
                 Lending::Lent(capability) => Import::Lent(capability),
                 Lending::TypesOnly => Import::Lent(""),
                 Lending::NotGranted(why) => Import::Refused(why),
+                Lending::NotServed(why) => Import::Refused(why.to_string()),
                 Lending::Unknown => Import::Refused(format!(
                     "but pando:runtime@{contract_version} has no importable interface `{}`",
                     item.interface
@@ -234,7 +290,7 @@ fn classify_import(name: &str, contract_version: &str, grants: Option<&Grants>) 
         }
         other => Import::Refused(format!(
             "from package `{other}`, which this host does not provide; adapters import only \
-             WASI 0.2 (io, clocks, random, cli, filesystem) and pando:runtime interfaces"
+             WASI (io, clocks, random, cli, filesystem) and pando:runtime interfaces"
         )),
     }
 }
@@ -291,7 +347,9 @@ mod tests {
     fn compatible_versions_are_served_as_the_linker_matches_them() {
         assert_eq!(served_version("0.1.0"), Some("0.1.0"));
         assert_eq!(served_version("0.1.7"), Some("0.1.0"), "a newer patch");
-        assert_eq!(served_version("0.2.0"), None, "0.x minors are breaking");
+        assert_eq!(served_version("0.2.0"), Some("0.2.0"));
+        assert_eq!(served_version("0.2.3"), Some("0.2.0"), "a newer patch");
+        assert_eq!(served_version("0.3.0"), None, "0.x minors are breaking");
         assert_eq!(served_version("1.0.0"), None);
         assert_eq!(
             served_version("0.1.1-rc.1"),
@@ -300,6 +358,46 @@ mod tests {
         );
         assert_eq!(served_version(""), None);
         assert_eq!(served_version("0.1"), None, "not a version");
+    }
+
+    #[test]
+    fn a_0_2_adapter_is_lent_log_call_and_wasi_0_3_clocks_and_nothing_0_2_dropped() {
+        let lent = |name| classify_import(name, "0.2.0", None);
+        assert_eq!(lent("pando:runtime/log@0.2.0"), Import::Lent("log"));
+        assert_eq!(lent("pando:runtime/call@0.2.0"), Import::Lent("call"));
+        assert_eq!(lent("pando:runtime/types@0.2.0"), Import::Lent(""));
+        assert_eq!(lent("wasi:clocks/monotonic-clock@0.3.0"), Import::Lent(""));
+        assert!(matches!(
+            lent("pando:runtime/events@0.2.0"),
+            Import::Refused(why) if why.contains("stream<bundle-event>")
+        ));
+        assert!(matches!(
+            lent("pando:runtime/streams@0.2.0"),
+            Import::Refused(why) if why.contains("stream<u8>")
+        ));
+        assert!(matches!(
+            lent("pando:runtime/kubernetes@0.2.0"),
+            Import::Refused(why) if why.contains("against pando:runtime@0.1.0")
+        ));
+        assert!(matches!(
+            lent("pando:runtime/log@0.1.0"),
+            Import::Refused(why) if why.contains("one version of the pando:runtime package")
+        ));
+    }
+
+    #[test]
+    fn the_exported_version_picks_the_line_and_an_unserved_one_the_0_1_engine() {
+        assert_eq!(line_of(Some("0.1.0")), Line::V0_1);
+        assert_eq!(line_of(Some("0.1.9")), Line::V0_1);
+        assert_eq!(line_of(Some("0.2.0")), Line::V0_2);
+        assert_eq!(
+            line_of(Some("0.9.0")),
+            Line::V0_1,
+            "refused after the compile"
+        );
+        assert_eq!(line_of(None), Line::V0_1);
+        assert_eq!(exported_version(b"\0asm\x0d\0\x01\0"), None, "no exports");
+        assert_eq!(exported_version(b"not wasm"), None);
     }
 
     #[test]

@@ -14,3 +14,17 @@ impl Default for DestroyOptions {
         DestroyOptions { keep_volumes: true }
     }
 }
+
+impl Default for LogOptions {
+    /// The whole log of the newest instance, as it is now: no follow, no
+    /// tail, no time stamps, no byte limit.
+    fn default() -> Self {
+        LogOptions {
+            follow: false,
+            tail_lines: None,
+            since_seconds: None,
+            timestamps: false,
+            limit_bytes: None,
+        }
+    }
+}

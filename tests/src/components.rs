@@ -48,3 +48,9 @@ pub fn kube_probe() -> PathBuf {
 pub fn wrong_version() -> PathBuf {
     component("pando_wrong_version")
 }
+
+/// A test adapter of contract 0.2.0 (WASI 0.3): the calls the host serves
+/// 0.2.0 adapters, each answer showing what the call saw (see its crate docs).
+pub fn v02_adapter() -> PathBuf {
+    component("pando_v02_adapter")
+}

@@ -26,12 +26,10 @@ use wasmtime::Store;
 
 use super::Adapter;
 use super::classify::{classify, deadline_error};
-use crate::bindings::v0_1::KubernetesAdapter;
-use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
 use crate::call::CallContext;
 use crate::clock::{Deadline, Stamp};
 use crate::error::CallError;
-use crate::runtime::instance::{Factory, Instance};
+use crate::runtime::instance::{Bindings, Factory, Guest, Instance, either};
 use crate::runtime::pool::Lease;
 use crate::runtime::state::{CANCEL_GRACE, HostState};
 use crate::types::Error;
@@ -73,7 +71,7 @@ impl Adapter {
         ctx: &CallContext,
         method: &'static str,
         after: After,
-        f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
+        f: impl AsyncFnOnce(Guest<'_>, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
     ) -> Result<R, CallError> {
         // One clock reading for the deadline and the call's duration, and
         // the deadline left unconverted (`crate::clock`).
@@ -100,7 +98,7 @@ impl Adapter {
             let Instance {
                 store, bindings, ..
             } = &mut *inst;
-            let guest = bindings.pando_runtime_adapter();
+            let guest = bindings.guest();
             begin(store, deadline, cancel);
             let outcome = race(pin!(f(guest, &mut *store)), deadline, cancel).await;
             let concluded = conclude(
@@ -134,7 +132,7 @@ impl Adapter {
         &self,
         ctx: &CallContext,
         method: &'static str,
-        f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
+        f: impl AsyncFnOnce(Guest<'_>, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
     ) -> Result<(R, Lease<'static>), CallError> {
         // A dedicated call makes an instance, tens of microseconds: its
         // deadline is made an `Instant` at once.
@@ -274,7 +272,7 @@ pub(crate) async fn instantiate(
         factory.store(),
         deadline,
         cancel,
-        async |store: &mut Store<HostState>| factory.code.pre.instantiate_async(store).await,
+        async |store: &mut Store<HostState>| factory.code.pre.instantiate(store).await,
     )
     .await
 }
@@ -293,7 +291,7 @@ pub(crate) async fn create(
         "configure",
         deadline,
         cancel,
-        async move |g, s| g.call_configure(s, &config).await,
+        async move |g, s| either!(g, g => g.call_configure(s, &config).await),
     )
     .await
     .map_err(|e| match e {
@@ -415,7 +413,7 @@ async fn run_bare(
     mut store: Store<HostState>,
     deadline: Option<Instant>,
     cancel: &CancellationToken,
-    f: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<KubernetesAdapter>,
+    f: impl AsyncFnOnce(&mut Store<HostState>) -> wasmtime::Result<Bindings>,
 ) -> Result<Instance, CallError> {
     let timeout = remaining(deadline);
     let deadline = deadline.map(Deadline::at);
@@ -440,7 +438,7 @@ pub(crate) async fn run<R>(
     method: &'static str,
     deadline: Option<Instant>,
     cancel: &CancellationToken,
-    f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
+    f: impl AsyncFnOnce(Guest<'_>, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
 ) -> Result<R, CallError> {
     let timeout = remaining(deadline);
     let deadline = deadline.map(Deadline::at);
@@ -461,7 +459,7 @@ async fn run_timed<R>(
     deadline: Option<Deadline>,
     timeout: Option<Duration>,
     cancel: &CancellationToken,
-    f: impl AsyncFnOnce(&Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
+    f: impl AsyncFnOnce(Guest<'_>, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
 ) -> Result<R, CallError> {
     // Cleared below only if this future runs to completion: dropped before
     // that, the instance is left marked and its lease discards it.
@@ -469,7 +467,7 @@ async fn run_timed<R>(
     let Instance {
         store, bindings, ..
     } = inst;
-    let guest = bindings.pando_runtime_adapter();
+    let guest = bindings.guest();
     begin(store, deadline, cancel);
     let outcome = race(pin!(f(guest, &mut *store)), deadline, cancel).await;
     let concluded = conclude(store, adapter, method, timeout, cancel, outcome);

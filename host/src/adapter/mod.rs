@@ -24,16 +24,31 @@ use tokio::sync::mpsc;
 use wasmtime_wasi::p2::DynInputStream;
 use wasmtime_wasi::p2::pipe::AsyncReadStream;
 
+use crate::bindings::{Line, v0_1, v0_2_types};
 use crate::call::CallContext;
 use crate::capability::events::BundleSink;
 use crate::check::ComponentShape;
 use crate::error::CallError;
 use crate::limits::Limits;
 use crate::runtime::cache::CacheOutcome;
+use crate::runtime::instance::{Guest, either, run_v0_2};
 use crate::runtime::pool::Pool;
 use crate::runtime::state::Identity;
 use crate::streams::{ByteStream, channel_output};
 use crate::types::*;
+
+/// A 0.1.0 instance's interface, for the calls the host serves 0.1.0
+/// adapters only (their streams are `wasi:io` resources).
+/// [`Adapter::only_v0_1`] refuses such a call on a 0.2.0 adapter before an
+/// instance is leased, so the error here is never an adapter's.
+fn v0_1_only(g: Guest<'_>) -> wasmtime::Result<&v0_1::exports::pando::runtime::adapter::Guest> {
+    match g {
+        Guest::V0_1(g) => Ok(g),
+        Guest::V0_2(_) => Err(wasmtime::Error::msg(
+            "a call served to 0.1.0 adapters only, made on a 0.2.0 instance",
+        )),
+    }
+}
 
 /// What `inspect` learns of a component.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -50,6 +65,8 @@ pub struct Inspection {
 
 pub(crate) struct AdapterInner {
     pub(crate) identity: Arc<Identity>,
+    /// The contract line its component exports.
+    pub(crate) line: Line,
     pub(crate) info: KindInfo,
     pub(crate) shape: ComponentShape,
     pub(crate) digest: String,
@@ -164,6 +181,22 @@ impl Adapter {
         self.inner.pool.factory.held_budget.usage()
     }
 
+    /// Refuses a call the host serves 0.1.0 adapters only, on a 0.2.0 one.
+    fn only_v0_1(&self, method: &'static str) -> Result<(), CallError> {
+        if self.inner.line == Line::V0_1 {
+            return Ok(());
+        }
+        Err(CallError::Host {
+            adapter: self.inner.identity.name.clone(),
+            method,
+            message: format!(
+                "this host does not serve `{method}` to pando:runtime@0.2.0 adapters yet: it \
+                 serves their calls that carry no stream (`stream<u8>`, an exec session, a \
+                 watch); load a 0.1.0 build of the adapter for `{method}`"
+            ),
+        })
+    }
+
     /// Configured instances idle in the pool now.
     pub fn idle_instances(&self) -> usize {
         self.inner.pool.idle_count()
@@ -171,24 +204,29 @@ impl Adapter {
 
     /// What this adapter can do (R-254).
     pub async fn capabilities(&self, ctx: &CallContext) -> Result<RuntimeCapabilities, CallError> {
-        self.call(ctx, "capabilities", After::Reuse, async |g, s| {
-            g.call_capabilities(s).await
-        })
+        self.call(
+            ctx,
+            "capabilities",
+            After::Reuse,
+            async |g, s| either!(g, g => g.call_capabilities(s).await),
+        )
         .await
     }
 
     /// Whether the runtime can be used now (O-43).
     pub async fn health_check(&self, ctx: &CallContext) -> Result<(), CallError> {
-        self.call(ctx, "health-check", After::Reuse, async |g, s| {
-            g.call_health_check(s).await
+        self.call(ctx, "health-check", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_health_check(s).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_health_check(a).await).await,
         })
         .await
     }
 
     /// What the runtime can hold for Pando (R-243).
     pub async fn capacity(&self, ctx: &CallContext) -> Result<CapacityReport, CallError> {
-        self.call(ctx, "capacity", After::Reuse, async |g, s| {
-            g.call_capacity(s).await
+        self.call(ctx, "capacity", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_capacity(s).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_capacity(a).await).await,
         })
         .await
     }
@@ -199,16 +237,23 @@ impl Adapter {
         ctx: &CallContext,
         bundle: &str,
     ) -> Result<Option<Fit>, CallError> {
-        self.call(ctx, "largest-fit-for", After::Reuse, async |g, s| {
-            g.call_largest_fit_for(s, bundle).await
+        self.call(ctx, "largest-fit-for", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_largest_fit_for(s, bundle).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| {
+                    g.call_largest_fit_for(a, bundle.to_owned()).await
+                })
+                .await
+            }
         })
         .await
     }
 
     /// What Pando has on the runtime.
     pub async fn in_use(&self, ctx: &CallContext) -> Result<InUseReport, CallError> {
-        self.call(ctx, "in-use", After::Reuse, async |g, s| {
-            g.call_in_use(s).await
+        self.call(ctx, "in-use", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_in_use(s).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_in_use(a).await).await,
         })
         .await
     }
@@ -219,8 +264,12 @@ impl Adapter {
         ctx: &CallContext,
         plan: &BundlePlan,
     ) -> Result<BundleHandle, CallError> {
-        self.call(ctx, "apply", After::Reuse, async |g, s| {
-            g.call_apply(s, plan).await
+        self.call(ctx, "apply", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_apply(s, plan).await,
+            Guest::V0_2(g) => {
+                let plan = v0_2_types::BundlePlan::from_v0_1(plan);
+                run_v0_2(s, async |a| g.call_apply(a, plan).await).await
+            }
         })
         .await
     }
@@ -231,16 +280,20 @@ impl Adapter {
         ctx: &CallContext,
         bundle: &BundleRef,
     ) -> Result<ObservedBundle, CallError> {
-        self.call(ctx, "observe", After::Reuse, async |g, s| {
-            g.call_observe(s, bundle).await
+        self.call(ctx, "observe", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_observe(s, bundle).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| g.call_observe(a, bundle.to_owned()).await).await
+            }
         })
         .await
     }
 
     /// Stops an app's running workloads, keeping everything else (R-150).
     pub async fn stop(&self, ctx: &CallContext, bundle: &BundleRef) -> Result<(), CallError> {
-        self.call(ctx, "stop", After::Reuse, async |g, s| {
-            g.call_stop(s, bundle).await
+        self.call(ctx, "stop", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_stop(s, bundle).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_stop(a, bundle.to_owned()).await).await,
         })
         .await
     }
@@ -253,8 +306,15 @@ impl Adapter {
         bundle: &BundleRef,
         options: DestroyOptions,
     ) -> Result<(), CallError> {
-        self.call(ctx, "destroy", After::Reuse, async |g, s| {
-            g.call_destroy(s, bundle, options).await
+        self.call(ctx, "destroy", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_destroy(s, bundle, options).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| {
+                    g.call_destroy(a, bundle.to_owned(), options.to_owned())
+                        .await
+                })
+                .await
+            }
         })
         .await
     }
@@ -265,8 +325,9 @@ impl Adapter {
         ctx: &CallContext,
         bundle: &BundleRef,
     ) -> Result<BundleUsage, CallError> {
-        self.call(ctx, "usage", After::Reuse, async |g, s| {
-            g.call_usage(s, bundle).await
+        self.call(ctx, "usage", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_usage(s, bundle).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_usage(a, bundle.to_owned()).await).await,
         })
         .await
     }
@@ -277,8 +338,14 @@ impl Adapter {
         ctx: &CallContext,
         request: &VolumeRequest,
     ) -> Result<VolumeHandle, CallError> {
-        self.call(ctx, "create-volume", After::Reuse, async |g, s| {
-            g.call_create_volume(s, request).await
+        self.call(ctx, "create-volume", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_create_volume(s, request).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| {
+                    g.call_create_volume(a, request.to_owned()).await
+                })
+                .await
+            }
         })
         .await
     }
@@ -289,8 +356,14 @@ impl Adapter {
         ctx: &CallContext,
         volume: &VolumeHandle,
     ) -> Result<(), CallError> {
-        self.call(ctx, "destroy-volume", After::Reuse, async |g, s| {
-            g.call_destroy_volume(s, volume).await
+        self.call(ctx, "destroy-volume", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_destroy_volume(s, volume).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| {
+                    g.call_destroy_volume(a, volume.to_owned()).await
+                })
+                .await
+            }
         })
         .await
     }
@@ -306,11 +379,12 @@ impl Adapter {
     where
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        self.only_v0_1("snapshot-volume")?;
         let (stream, writer) = channel_output(into);
         let done = self
             .call(ctx, "snapshot-volume", After::Discard, async |g, s| {
                 let out = s.data_mut().env.table.push(stream)?;
-                g.call_snapshot_volume(s, volume, out).await
+                v0_1_only(g)?.call_snapshot_volume(s, volume, out).await
             })
             .await;
         // The writer ends once the instance, and with it the guest's end of
@@ -331,18 +405,22 @@ impl Adapter {
     where
         R: AsyncRead + Send + Unpin + 'static,
     {
+        self.only_v0_1("restore-volume")?;
         let stream: DynInputStream = Box::new(AsyncReadStream::new(from));
         self.call(ctx, "restore-volume", After::Discard, async |g, s| {
             let inp = s.data_mut().env.table.push(stream)?;
-            g.call_restore_volume(s, volume, inp).await
+            v0_1_only(g)?.call_restore_volume(s, volume, inp).await
         })
         .await
     }
 
     /// Whether an image can run without importing it.
     pub async fn has_image(&self, ctx: &CallContext, image: &str) -> Result<bool, CallError> {
-        self.call(ctx, "has-image", After::Reuse, async |g, s| {
-            g.call_has_image(s, image).await
+        self.call(ctx, "has-image", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_has_image(s, image).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| g.call_has_image(a, image.to_owned()).await).await
+            }
         })
         .await
     }
@@ -352,10 +430,11 @@ impl Adapter {
     where
         R: AsyncRead + Send + Unpin + 'static,
     {
+        self.only_v0_1("import-image")?;
         let stream: DynInputStream = Box::new(AsyncReadStream::new(from));
         self.call(ctx, "import-image", After::Discard, async |g, s| {
             let inp = s.data_mut().env.table.push(stream)?;
-            g.call_import_image(s, inp).await
+            v0_1_only(g)?.call_import_image(s, inp).await
         })
         .await
     }
@@ -367,15 +446,18 @@ impl Adapter {
         workload: &WorkloadRef,
         options: &LogOptions,
     ) -> Result<ByteStream, CallError> {
+        self.only_v0_1("logs")?;
         // Discarded after: a guest could return a pipe's reading end and keep
         // the writing end, writing into core's log from later calls.
         self.call(ctx, "logs", After::Discard, async |g, s| {
-            Ok(match g.call_logs(&mut *s, workload, *options).await? {
-                // The stream is a host object: out of the table, it no
-                // longer ties up the instance.
-                Ok(r) => Ok(ByteStream::new(s.data_mut().env.table.delete(r)?)),
-                Err(e) => Err(e),
-            })
+            Ok(
+                match v0_1_only(g)?.call_logs(&mut *s, workload, *options).await? {
+                    // The stream is a host object: out of the table, it no
+                    // longer ties up the instance.
+                    Ok(r) => Ok(ByteStream::new(s.data_mut().env.table.delete(r)?)),
+                    Err(e) => Err(e),
+                },
+            )
         })
         .await
     }
@@ -393,11 +475,12 @@ impl Adapter {
     where
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        self.only_v0_1("run")?;
         let (stream, writer) = channel_output(stdout);
         let ran = self
             .call(ctx, "run", After::Discard, async |g, s| {
                 let out = s.data_mut().env.table.push(stream)?;
-                g.call_run(s, workload, request, out).await
+                v0_1_only(g)?.call_run(s, workload, request, out).await
             })
             .await;
         let written = self.finish_writer("run", writer).await;
@@ -411,8 +494,12 @@ impl Adapter {
         ctx: &CallContext,
         request: &TrialRequest,
     ) -> Result<TrialResult, CallError> {
-        self.call(ctx, "trial", After::Reuse, async |g, s| {
-            g.call_trial(s, request).await
+        self.call(ctx, "trial", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_trial(s, request).await,
+            Guest::V0_2(g) => {
+                let request = v0_2_types::TrialRequest::from_v0_1(request);
+                run_v0_2(s, async |a| g.call_trial(a, request).await).await
+            }
         })
         .await
     }
@@ -424,16 +511,22 @@ impl Adapter {
         workload: &WorkloadRef,
         port: u16,
     ) -> Result<UpstreamAddress, CallError> {
-        self.call(ctx, "upstream", After::Reuse, async |g, s| {
-            g.call_upstream(s, workload, port).await
-        })
+        self.call(
+            ctx,
+            "upstream",
+            After::Reuse,
+            async |g, s| either!(g, g => g.call_upstream(s, workload, port).await),
+        )
         .await
     }
 
     /// Creates or updates the edge (R-174).
     pub async fn apply_edge(&self, ctx: &CallContext, plan: &EdgePlan) -> Result<(), CallError> {
-        self.call(ctx, "apply-edge", After::Reuse, async |g, s| {
-            g.call_apply_edge(s, plan).await
+        self.call(ctx, "apply-edge", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_apply_edge(s, plan).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| g.call_apply_edge(a, plan.to_owned()).await).await
+            }
         })
         .await
     }
@@ -444,32 +537,40 @@ impl Adapter {
         ctx: &CallContext,
         name: &str,
     ) -> Result<EdgeState, CallError> {
-        self.call(ctx, "observe-edge", After::Reuse, async |g, s| {
-            g.call_observe_edge(s, name).await
+        self.call(ctx, "observe-edge", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_observe_edge(s, name).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| g.call_observe_edge(a, name.to_owned()).await).await
+            }
         })
         .await
     }
 
     /// Removes an edge and everything made for it.
     pub async fn remove_edge(&self, ctx: &CallContext, name: &str) -> Result<(), CallError> {
-        self.call(ctx, "remove-edge", After::Reuse, async |g, s| {
-            g.call_remove_edge(s, name).await
+        self.call(ctx, "remove-edge", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_remove_edge(s, name).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| g.call_remove_edge(a, name.to_owned()).await).await
+            }
         })
         .await
     }
 
     /// The edges that exist.
     pub async fn edges(&self, ctx: &CallContext) -> Result<Vec<String>, CallError> {
-        self.call(ctx, "edges", After::Reuse, async |g, s| {
-            g.call_edges(s).await
+        self.call(ctx, "edges", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_edges(s).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_edges(a).await).await,
         })
         .await
     }
 
     /// Volumes the edge keeps.
     pub async fn edge_volumes(&self, ctx: &CallContext) -> Result<Vec<VolumeHandle>, CallError> {
-        self.call(ctx, "edge-volumes", After::Reuse, async |g, s| {
-            g.call_edge_volumes(s).await
+        self.call(ctx, "edge-volumes", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_edge_volumes(s).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_edge_volumes(a).await).await,
         })
         .await
     }
@@ -483,6 +584,7 @@ impl Adapter {
         ctx: &CallContext,
         events: mpsc::Sender<BundleEvent>,
     ) -> Result<WatchEnd, CallError> {
+        self.only_v0_1("watch-bundles")?;
         let sink = BundleSink {
             tx: events,
             cancel: ctx.cancel_token().clone(),
@@ -490,7 +592,7 @@ impl Adapter {
         let (end, _lease) = self
             .call_dedicated(ctx, "watch-bundles", async |g, s| {
                 let sink = s.data_mut().env.table.push(sink)?;
-                g.call_watch_bundles(s, sink).await
+                v0_1_only(g)?.call_watch_bundles(s, sink).await
             })
             .await?;
         Ok(end)
@@ -504,9 +606,10 @@ impl Adapter {
         workload: &WorkloadRef,
         request: &ExecRequest,
     ) -> Result<ExecSession, CallError> {
+        self.only_v0_1("exec")?;
         let (session, lease) = self
             .call_dedicated(ctx, "exec", async |g, s| {
-                g.call_exec(s, workload, request).await
+                v0_1_only(g)?.call_exec(s, workload, request).await
             })
             .await?;
         Ok(ExecSession {

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Adapter;
 use crate::error::CallError;
-use crate::runtime::instance::Instance;
+use crate::runtime::instance::{Guest, Instance};
 use crate::types::{UpstreamAddress, WorkloadRef};
 
 /// A configured instance outside the pool, for measuring only.
@@ -38,8 +38,11 @@ impl RawInstance {
         port: u16,
     ) -> Result<UpstreamAddress, String> {
         let inst = &mut self.instance;
-        let guest = inst.bindings.pando_runtime_adapter();
-        match guest.call_upstream(&mut inst.store, workload, port).await {
+        let called = match inst.bindings.guest() {
+            Guest::V0_1(g) => g.call_upstream(&mut inst.store, workload, port).await,
+            Guest::V0_2(g) => g.call_upstream(&mut inst.store, workload, port).await,
+        };
+        match called {
             Ok(Ok(up)) => Ok(up),
             Ok(Err(e)) => Err(format!("{e:?}")),
             Err(trap) => Err(format!("{trap:#}")),

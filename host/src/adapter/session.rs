@@ -7,9 +7,10 @@ use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use super::Adapter;
 use super::invoke::run;
-use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest;
+use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest as GuestV0_1;
 use crate::call::CallContext;
 use crate::error::CallError;
+use crate::runtime::instance::Guest;
 use crate::runtime::pool::Lease;
 use crate::runtime::state::HostState;
 use crate::streams::{ByteSink, ByteStream};
@@ -39,7 +40,7 @@ impl ExecSession {
         ctx: &CallContext,
         method: &'static str,
         f: impl AsyncFnOnce(
-            &Guest,
+            &GuestV0_1,
             &mut Store<HostState>,
             ResourceAny,
         ) -> wasmtime::Result<Result<R, Error>>,
@@ -52,7 +53,13 @@ impl ExecSession {
             method,
             ctx.deadline(default),
             ctx.cancel_token(),
-            async |g, s| f(g, s, session).await,
+            async |g, s| match g {
+                Guest::V0_1(g) => f(g, s, session).await,
+                // Only 0.1.0 sessions are resources (`Adapter::only_v0_1`).
+                Guest::V0_2(_) => Err(wasmtime::Error::msg(
+                    "an exec-session resource call on a 0.2.0 instance",
+                )),
+            },
         ));
         adapter
             .pipeline(method, crate::clock::Stamp::now(), body)

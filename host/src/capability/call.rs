@@ -7,14 +7,44 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 
-use super::View;
+use wasmtime::component::{Accessor, Linker};
+
+use super::{Capability, Lend, Setup, StoreData, View, view};
 use crate::bindings::v0_1::pando::runtime::call::{self as wit, Host};
+use crate::bindings::v0_2::pando::runtime::call as wit_v0_2;
 
 /// `pando:runtime/call`: nothing of its own; it reads the call in progress
 /// from the store's [`Env`](super::env::Env).
 pub(crate) struct Call;
 
-super::stateless_capability!(Call, "call", wit);
+impl Capability for Call {
+    const INTERFACES: &'static [&'static str] = &["call"];
+    type Shared = ();
+    type Instance = ();
+
+    fn shared(_: &Setup<'_>) {}
+
+    fn instance((): &()) {}
+
+    fn add_to_linker<T: StoreData>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+        wit::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
+    }
+
+    fn add_to_linker_v0_2<T: StoreData>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+        wit_v0_2::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
+    }
+}
+
+impl View<'_, Call> {
+    /// The call's deadline on the store's monotonic clock, in nanoseconds
+    /// (the clock both WASI versions read: `state.rs`).
+    fn deadline_mark(&self) -> Option<u64> {
+        self.env.call.deadline().map(|d| {
+            let since = d.saturating_duration_since(self.env.clock_base);
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        })
+    }
+}
 
 /// Ready once the call it was made for is cancelled or past its deadline.
 pub(crate) struct CancelPollable {
@@ -39,10 +69,7 @@ impl Pollable for CancelPollable {
 
 impl Host for View<'_, Call> {
     async fn deadline(&mut self) -> wasmtime::Result<Option<u64>> {
-        Ok(self.env.call.deadline().map(|d| {
-            let since = d.saturating_duration_since(self.env.clock_base);
-            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
-        }))
+        Ok(self.deadline_mark())
     }
 
     async fn cancelled(&mut self) -> wasmtime::Result<Resource<DynPollable>> {
@@ -56,5 +83,34 @@ impl Host for View<'_, Call> {
 
     async fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
         Ok(self.env.call.is_over())
+    }
+}
+
+// 0.2.0: the same answers. One call runs on a store at a time today (the
+// pool leases an instance to one call), so the store's call is the caller's;
+// several calls on one instance will read theirs by task
+// (docs/architecture.md, "Versions").
+impl wit_v0_2::Host for View<'_, Call> {
+    fn deadline(&mut self) -> wasmtime::Result<Option<u64>> {
+        Ok(self.deadline_mark())
+    }
+
+    fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.env.call.is_over())
+    }
+}
+
+impl<T: Send> wit_v0_2::HostWithStore<T> for Lend<Call> {
+    async fn cancelled(accessor: &Accessor<T, Self>) -> wasmtime::Result<()> {
+        // Taken before the first wait: the store is not held across it.
+        let mut ready = accessor.with(|mut access| {
+            let view = access.get();
+            CancelPollable {
+                cancel: view.env.call.cancel.clone(),
+                deadline: view.env.call.deadline(),
+            }
+        });
+        ready.ready().await;
+        Ok(())
     }
 }

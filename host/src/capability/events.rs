@@ -20,7 +20,13 @@ pub struct BundleSink {
 /// `pando:runtime/events`: the sinks live in the store's resource table.
 pub(crate) struct Events;
 
-super::stateless_capability!(Events, "events", wit);
+super::stateless_capability!(
+    Events,
+    "events",
+    wit,
+    "which pando:runtime@0.2.0 does not have: `watch-bundles` returns its events as a \
+     `stream<bundle-event>`"
+);
 
 impl Host for View<'_, Events> {}
 

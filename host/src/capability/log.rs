@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::{Capability, Lend, Setup, StoreData, View, view};
 use crate::bindings::v0_1::pando::runtime::log::{self as wit, Host, Level};
+use crate::bindings::v0_2::pando::runtime::log as wit_v0_2;
 use crate::capability::ratelimit::RateLimiter;
 use crate::limits::Limits;
 
@@ -33,6 +34,39 @@ impl Capability for Log {
         linker: &mut wasmtime::component::Linker<T>,
     ) -> wasmtime::Result<()> {
         wit::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
+    }
+
+    fn add_to_linker_v0_2<T: StoreData>(
+        linker: &mut wasmtime::component::Linker<T>,
+    ) -> wasmtime::Result<()> {
+        wit_v0_2::add_to_linker::<T, Lend<Self>>(linker, view::<T, Self>)
+    }
+}
+
+/// 0.2.0's level is 0.1.0's.
+fn level_v0_2(level: wit_v0_2::Level) -> Level {
+    match level {
+        wit_v0_2::Level::Trace => Level::Trace,
+        wit_v0_2::Level::Debug => Level::Debug,
+        wit_v0_2::Level::Info => Level::Info,
+        wit_v0_2::Level::Warn => Level::Warn,
+        wit_v0_2::Level::Error => Level::Error,
+    }
+}
+
+impl wit_v0_2::Host for View<'_, Log> {
+    fn enabled(&mut self, level: wit_v0_2::Level) -> wasmtime::Result<bool> {
+        Ok(guest_enabled(level_v0_2(level)))
+    }
+
+    fn log(
+        &mut self,
+        level: wit_v0_2::Level,
+        message: String,
+        fields: Vec<(String, String)>,
+    ) -> wasmtime::Result<()> {
+        self.record(level_v0_2(level), &message, &fields);
+        Ok(())
     }
 }
 
@@ -191,13 +225,21 @@ impl Host for View<'_, Log> {
         message: String,
         fields: Vec<(String, String)>,
     ) -> wasmtime::Result<()> {
+        self.record(level, &message, &fields);
+        Ok(())
+    }
+}
+
+impl View<'_, Log> {
+    /// One guest record into `tracing`, within the budget.
+    fn record(&mut self, level: Level, message: &str, fields: &[(String, String)]) {
         let adapter = self.env.identity.name.as_str();
         // A record the subscriber would discard takes nothing of the budget;
         // one over the budget costs nothing more than this check.
         if !guest_enabled(level) || !self.this.pass(adapter) {
-            return Ok(());
+            return;
         }
-        let message = clip(&message, MAX_MESSAGE);
+        let message = clip(message, MAX_MESSAGE);
         let fields: Vec<String> = fields
             .iter()
             .take(MAX_FIELDS)
@@ -216,7 +258,6 @@ impl Host for View<'_, Log> {
             tracing::Level::WARN => emit!(tracing::Level::WARN),
             _ => emit!(tracing::Level::ERROR),
         }
-        Ok(())
     }
 }
 

@@ -22,6 +22,7 @@ use wasmtime::Engine;
 use wasmtime::component::{HasData, Linker};
 use wasmtime_wasi::WasiView;
 
+use crate::bindings::Line;
 use crate::grants::Grants;
 use crate::kubecache::WatchCache;
 use crate::limits::Limits;
@@ -88,6 +89,18 @@ pub(crate) trait Capability: Sized + 'static {
     /// linker: what an adapter may use was decided by the check at load and
     /// by its grants, not by what is linked).
     fn add_to_linker<T: StoreData>(linker: &mut Linker<T>) -> wasmtime::Result<()>;
+
+    /// Why it does not lend its interfaces to `pando:runtime@0.2.0`
+    /// adapters, if it does not.
+    fn refusal_v0_2() -> Option<&'static str> {
+        None
+    }
+
+    /// Adds its `pando:runtime@0.2.0` interfaces to the 0.2 linker.
+    fn add_to_linker_v0_2<T: StoreData>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+        let _ = linker;
+        Ok(())
+    }
 }
 
 /// What a capability's imports work on.
@@ -104,14 +117,19 @@ impl<C: Capability> HasData for Lend<C> {
 }
 
 /// The [`Capability`] impl of one with no state of its own (what it lends
-/// lives in the store's [`Env`]): `$name` lends `$interface` through the
-/// generated module `$wit`.
+/// lives in the store's [`Env`]) and no 0.2.0 interface: `$name` lends
+/// `$interface` through the generated module `$wit`; `$v0_2` says why
+/// 0.2.0 has no such interface.
 macro_rules! stateless_capability {
-    ($name:ident, $interface:literal, $wit:ident) => {
+    ($name:ident, $interface:literal, $wit:ident, $v0_2:literal) => {
         impl $crate::capability::Capability for $name {
             const INTERFACES: &'static [&'static str] = &[$interface];
             type Shared = ();
             type Instance = ();
+
+            fn refusal_v0_2() -> Option<&'static str> {
+                Some($v0_2)
+            }
 
             fn shared(_: &$crate::capability::Setup<'_>) {}
 
@@ -166,17 +184,25 @@ macro_rules! capabilities {
             }
         )*
 
-        fn add_all<T: StoreData>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
-            $(<$cap as Capability>::add_to_linker(linker)?;)*
+        fn add_all<T: StoreData>(linker: &mut Linker<T>, line: Line) -> wasmtime::Result<()> {
+            match line {
+                Line::V0_1 => { $(<$cap as Capability>::add_to_linker(linker)?;)* }
+                Line::V0_2 => { $(<$cap as Capability>::add_to_linker_v0_2(linker)?;)* }
+            }
             Ok(())
         }
 
         /// Whether `interface` of `pando:runtime` is lent, and by which
-        /// capability (its field name here), to an adapter with `grants`
-        /// (`None`: any grants, as `inspect` asks).
-        pub(crate) fn lending(interface: &str, grants: Option<&Grants>) -> Lending {
+        /// capability (its field name here), to an adapter of `line` with
+        /// `grants` (`None`: any grants, as `inspect` asks).
+        pub(crate) fn lending(interface: &str, line: Line, grants: Option<&Grants>) -> Lending {
             $(
                 if <$cap as Capability>::INTERFACES.contains(&interface) {
+                    if line == Line::V0_2
+                        && let Some(why) = <$cap as Capability>::refusal_v0_2()
+                    {
+                        return Lending::NotServed(why);
+                    }
                     return match grants.and_then(<$cap as Capability>::refusal) {
                         Some(why) => Lending::NotGranted(why),
                         None => Lending::Lent(stringify!($field)),
@@ -208,15 +234,25 @@ pub(crate) enum Lending {
     TypesOnly,
     /// A capability lends it, but not to an adapter with these grants: why.
     NotGranted(String),
+    /// A capability lends it, but not in this contract line: why.
+    NotServed(&'static str),
     /// No capability lends it.
     Unknown,
 }
 
 /// A linker with WASI 0.2 (inert: see `state.rs`) and every capability's
-/// imports of `pando:runtime@0.1.0`.
-pub(crate) fn linker_v0_1<T: StoreData + WasiView>(engine: &Engine) -> wasmtime::Result<Linker<T>> {
+/// imports of `line`'s `pando:runtime`. A 0.2.0 adapter also gets WASI
+/// 0.3's clocks, the only WASI 0.3 interface its contract uses (a Rust
+/// guest's standard library still imports WASI 0.2's).
+pub(crate) fn linker<T: StoreData + WasiView>(
+    engine: &Engine,
+    line: Line,
+) -> wasmtime::Result<Linker<T>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    add_all(&mut linker)?;
+    if line == Line::V0_2 {
+        wasmtime_wasi::p3::clocks::add_to_linker(&mut linker)?;
+    }
+    add_all(&mut linker, line)?;
     Ok(linker)
 }

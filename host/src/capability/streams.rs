@@ -13,7 +13,13 @@ use crate::capability::held::{HeldStream, READ_AHEAD, Refused};
 /// in the store's [`Env`](super::env::Env).
 pub(crate) struct Streams;
 
-super::stateless_capability!(Streams, "streams", wit);
+super::stateless_capability!(
+    Streams,
+    "streams",
+    wit,
+    "which pando:runtime@0.2.0 does not have: an adapter makes its byte streams with the \
+     component model's `stream<u8>`"
+);
 
 /// The most a pipe buffers, whatever the guest asks for.
 pub const MAX_PIPE_CAPACITY: u64 = 1 << 20;

@@ -1,8 +1,10 @@
-//! The host: one engine, one compile cache and one linker per contract
-//! version, shared by every adapter it loads.
+//! The host: one engine and one linker per contract line and one compile
+//! cache, shared by every adapter it loads. The 0.2 line's engine is made
+//! when the first 0.2.0 component is loaded: a host that serves 0.1.0
+//! adapters only never pays for it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -10,6 +12,7 @@ use wasmtime::component::Component;
 
 use crate::adapter::invoke;
 use crate::adapter::{Adapter, AdapterInner, Inspection};
+use crate::bindings::Line;
 use crate::capability;
 use crate::check::{self, ComponentShape};
 use crate::error::{CallError, LoadError};
@@ -17,7 +20,7 @@ use crate::grants::Grants;
 use crate::runtime::cache::{self, CacheOutcome, CompileCache};
 use crate::runtime::code::{Code, LoadedCode};
 use crate::runtime::engine::{EngineSettings, SharedEngine};
-use crate::runtime::instance::{Factory, Instance};
+use crate::runtime::instance::{Factory, Instance, either};
 use crate::runtime::linking::PendingLinker;
 use crate::runtime::pool::Pool;
 use crate::runtime::state::Identity;
@@ -38,14 +41,32 @@ pub struct Host {
 }
 
 struct HostInner {
-    engine: Arc<SharedEngine>,
+    /// The 0.1 line's engine and linker.
+    v0_1: LineEngine,
+    /// The 0.2 line's, made by the first load of a 0.2.0 component (or why
+    /// it could not be).
+    v0_2: OnceLock<Result<LineEngine, String>>,
+    settings: EngineSettings,
     cache: Option<CompileCache>,
-    /// Made on a thread of its own while `build()` returns
-    /// (`runtime/linking.rs`); the first load takes it.
-    linker_v0_1: PendingLinker,
     /// The code of the adapters alive, shared by loads of the same bytes.
     code: Arc<LoadedCode>,
     metrics: Arc<crate::adapter::metrics::Metrics>,
+}
+
+/// One contract line's engine and linker.
+struct LineEngine {
+    engine: Arc<SharedEngine>,
+    /// Made on the engine's epoch thread while `build()` returns
+    /// (`runtime/linking.rs`); the first load takes it.
+    linker: PendingLinker,
+}
+
+impl LineEngine {
+    fn new(settings: EngineSettings, line: Line) -> Result<Self, LoadError> {
+        let (linker, make_linker) = PendingLinker::new(line);
+        let engine = Arc::new(SharedEngine::new(settings, line, make_linker)?);
+        Ok(LineEngine { engine, linker })
+    }
 }
 
 /// Builds a [`Host`].
@@ -88,8 +109,7 @@ impl HostBuilder {
 
     /// The host.
     pub fn build(self) -> Result<Host, LoadError> {
-        let (linker_v0_1, make_linker) = PendingLinker::new();
-        let engine = Arc::new(SharedEngine::new(self.settings, make_linker)?);
+        let v0_1 = LineEngine::new(self.settings.clone(), Line::V0_1)?;
         let cache = if self.cache {
             match self.cache_dir.or_else(CompileCache::default_dir) {
                 Some(dir) => match CompileCache::new(&dir) {
@@ -107,9 +127,10 @@ impl HostBuilder {
         };
         Ok(Host {
             inner: Arc::new(HostInner {
-                engine,
+                v0_1,
+                v0_2: OnceLock::new(),
+                settings: self.settings,
                 cache,
-                linker_v0_1,
                 code: Arc::default(),
                 metrics: crate::adapter::metrics::Metrics::new(),
             }),
@@ -121,6 +142,8 @@ impl HostBuilder {
 struct Prepared {
     what: String,
     digest: String,
+    /// The contract line it exports, whose engine compiled it.
+    line: Line,
     component: Component,
     /// The live code of an adapter loaded from the same bytes, when one is.
     shared: Option<Arc<Code>>,
@@ -130,6 +153,32 @@ struct Prepared {
 }
 
 impl Host {
+    /// The engine and linker of `line`, the 0.2 line's made on first use.
+    fn line(&self, line: Line) -> Result<&LineEngine, LoadError> {
+        match line {
+            Line::V0_1 => Ok(&self.inner.v0_1),
+            Line::V0_2 => self
+                .inner
+                .v0_2
+                .get_or_init(|| {
+                    LineEngine::new(self.inner.settings.clone(), Line::V0_2)
+                        .map_err(|e| e.to_string())
+                })
+                .as_ref()
+                .map_err(|e| LoadError::Engine(format!("the pando:runtime@0.2.0 engine: {e}"))),
+        }
+    }
+
+    /// The engines a component may have been compiled by, for a lookup by
+    /// file: the 0.2 line's only once it exists.
+    fn engines(&self) -> Vec<(Line, wasmtime::Engine)> {
+        let mut engines = vec![(Line::V0_1, self.inner.v0_1.engine.engine.clone())];
+        if let Some(Ok(v0_2)) = self.inner.v0_2.get() {
+            engines.push((Line::V0_2, v0_2.engine.engine.clone()));
+        }
+        engines
+    }
+
     /// Every adapter this host has loaded, and the watch-fed caches they
     /// read through, as metrics in the OpenMetrics text format: calls by
     /// method and outcome with their latency, instances, quarantine, held
@@ -155,7 +204,7 @@ impl Host {
     /// unless the caller pins a digest.
     pub async fn load_file(&self, path: &Path, options: LoadOptions) -> Result<Adapter, LoadError> {
         let what = path.display().to_string();
-        check_limits(&what, &options, &self.inner.engine.settings)?;
+        check_limits(&what, &options, &self.inner.settings)?;
         if options.expected_digest.is_none()
             && let Some(prepared) = self.prepare_known(&what, path, &options.grants).await?
         {
@@ -182,27 +231,33 @@ impl Host {
             return Ok(None);
         };
         let started = Instant::now();
-        let engine = self.inner.engine.engine.clone();
+        let engines = self.engines();
         let live = self.inner.code.clone();
         let file = path.to_path_buf();
         let known = tokio::task::spawn_blocking(move || {
             let digest = cache.known_file(&file)?;
             if let Some(code) = live.get(&digest) {
-                return Some((digest, code.component.clone(), Some(code)));
+                return Some((digest, code.line(), code.component.clone(), Some(code)));
             }
-            let component = cache.load_known(&engine, &digest)?;
-            Some((digest, component, None))
+            // An artifact is named by its engine's compatibility, so at most
+            // one engine finds it.
+            engines.iter().find_map(|(line, engine)| {
+                let component = cache.load_known(engine, &digest)?;
+                Some((digest.clone(), *line, component, None))
+            })
         })
         .await
         .map_err(|e| LoadError::Engine(format!("cache task failed: {e}")))?;
-        let Some((digest, component, shared)) = known else {
+        let Some((digest, line, component, shared)) = known else {
             return Ok(None);
         };
         let compile_time = started.elapsed();
-        let shape = check::check_shape(what, &self.inner.engine.engine, &component, Some(grants))?;
+        let engine = &self.line(line)?.engine.engine;
+        let shape = check::check_shape(what, engine, &component, Some(grants))?;
         Ok(Some(Prepared {
             what: what.into(),
             digest,
+            line,
             component,
             cache: if shared.is_some() {
                 CacheOutcome::Shared
@@ -222,7 +277,7 @@ impl Host {
         bytes: &[u8],
         options: LoadOptions,
     ) -> Result<Adapter, LoadError> {
-        check_limits(what, &options, &self.inner.engine.settings)?;
+        check_limits(what, &options, &self.inner.settings)?;
         let prepared = self
             .prepare(
                 what,
@@ -255,7 +310,7 @@ impl Host {
             "configure",
             deadline,
             &cancel,
-            async move |g, s| g.call_configure(s, &config).await,
+            async move |g, s| either!(g, g => g.call_configure(s, &config).await),
         )
         .await
         .map_err(|e| LoadError::Config {
@@ -283,6 +338,7 @@ impl Host {
         let metrics_label: Arc<str> = Arc::from(identity.name.as_str());
         Ok(Adapter::new(AdapterInner {
             breaker,
+            line: prepared.line,
             identity,
             info,
             shape: prepared.shape,
@@ -353,11 +409,13 @@ impl Host {
         }
         let started = Instant::now();
         if let Some(code) = self.inner.code.get(&digest) {
-            let component = code.component.clone();
-            let shape = check::check_shape(what, &self.inner.engine.engine, &component, grants)?;
+            let (line, component) = (code.line(), code.component.clone());
+            let shape =
+                check::check_shape(what, &self.line(line)?.engine.engine, &component, grants)?;
             return Ok(Prepared {
                 what: what.into(),
                 digest,
+                line,
                 component,
                 shared: Some(code),
                 cache: CacheOutcome::Shared,
@@ -365,9 +423,11 @@ impl Host {
                 compile_time: started.elapsed(),
             });
         }
+        // The version exported picks the engine that compiles it.
+        let line = check::line_of(check::exported_version(bytes).as_deref());
+        let engine = self.line(line)?.engine.engine.clone();
         // Compiling takes hundreds of milliseconds of CPU: keep it off the
         // async workers.
-        let engine = self.inner.engine.engine.clone();
         let cache = self.inner.cache.clone();
         let owned = bytes.to_vec();
         let dig = digest.clone();
@@ -408,10 +468,11 @@ impl Host {
             reason: format!("{e:#}"),
         })?;
         let compile_time = started.elapsed();
-        let shape = check::check_shape(what, &self.inner.engine.engine, &component, grants)?;
+        let shape = check::check_shape(what, &self.line(line)?.engine.engine, &component, grants)?;
         Ok(Prepared {
             what: what.into(),
             digest,
+            line,
             component,
             shared: None,
             cache,
@@ -429,21 +490,22 @@ impl Host {
         let provisional = Arc::new(Identity {
             name: options.name.clone().unwrap_or_else(|| what.to_string()),
         });
-        let code = match &prepared.shared {
-            Some(code) => code.clone(),
-            None => {
-                let linker = self.inner.linker_v0_1.get(&self.inner.engine.engine)?;
-                let code = Code::link(prepared.component.clone(), linker).map_err(|e| {
-                    LoadError::Instantiate {
-                        what: what.into(),
-                        reason: format!("{e:#}"),
-                    }
-                })?;
-                self.inner.code.keep(&prepared.digest, code)
-            }
-        };
+        let line = self.line(prepared.line)?;
+        let code =
+            match &prepared.shared {
+                Some(code) => code.clone(),
+                None => {
+                    let linker = line.linker.get(&line.engine.engine)?;
+                    let code = Code::link(prepared.component.clone(), prepared.line, linker)
+                        .map_err(|e| LoadError::Instantiate {
+                            what: what.into(),
+                            reason: format!("{e:#}"),
+                        })?;
+                    self.inner.code.keep(&prepared.digest, code)
+                }
+            };
         let factory = Factory::new(
-            &self.inner.engine,
+            &line.engine,
             code,
             options.config.clone(),
             options.limits.clone(),
@@ -471,7 +533,7 @@ impl Host {
             "info",
             deadline,
             &cancel,
-            async |g, s| g.call_info(s).await.map(Ok),
+            async |g, s| either!(g, g => g.call_info(s).await.map(Ok)),
         )
         .await
         .map_err(instantiate_err)?;

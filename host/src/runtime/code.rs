@@ -13,23 +13,60 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
+use wasmtime::Store;
 use wasmtime::component::{Component, Linker};
 
-use crate::bindings::v0_1::KubernetesAdapterPre;
+use crate::bindings::{Line, v0_1, v0_2};
+use crate::runtime::instance::Bindings;
 use crate::runtime::state::HostState;
 
-/// One component's code, pre-linked against the host's linker.
+/// One component's code, pre-linked against its line's linker.
 pub(crate) struct Code {
     pub(crate) component: Component,
-    pub(crate) pre: KubernetesAdapterPre<HostState>,
+    pub(crate) pre: Pre,
+}
+
+/// A component pre-linked with the bindings of its contract line.
+pub(crate) enum Pre {
+    V0_1(v0_1::KubernetesAdapterPre<HostState>),
+    V0_2(v0_2::KubernetesAdapterPre<HostState>),
 }
 
 impl Code {
-    /// Pre-links `component`: the type check of its imports against
-    /// `linker`, done once per code rather than per load.
-    pub(crate) fn link(component: Component, linker: &Linker<HostState>) -> wasmtime::Result<Code> {
-        let pre = KubernetesAdapterPre::new(linker.instantiate_pre(&component)?)?;
+    /// Pre-links `component` of `line`: the type check of its imports
+    /// against `linker`, done once per code rather than per load.
+    pub(crate) fn link(
+        component: Component,
+        line: Line,
+        linker: &Linker<HostState>,
+    ) -> wasmtime::Result<Code> {
+        let linked = linker.instantiate_pre(&component)?;
+        let pre = match line {
+            Line::V0_1 => Pre::V0_1(v0_1::KubernetesAdapterPre::new(linked)?),
+            Line::V0_2 => Pre::V0_2(v0_2::KubernetesAdapterPre::new(linked)?),
+        };
         Ok(Code { component, pre })
+    }
+
+    /// The contract line it was linked for.
+    pub(crate) fn line(&self) -> Line {
+        match self.pre {
+            Pre::V0_1(_) => Line::V0_1,
+            Pre::V0_2(_) => Line::V0_2,
+        }
+    }
+}
+
+impl Pre {
+    /// A new instance in `store`.
+    pub(crate) async fn instantiate(
+        &self,
+        store: &mut Store<HostState>,
+    ) -> wasmtime::Result<Bindings> {
+        Ok(match self {
+            Pre::V0_1(pre) => Bindings::V0_1(pre.instantiate_async(store).await?),
+            Pre::V0_2(pre) => Bindings::V0_2(pre.instantiate_async(store).await?),
+        })
     }
 }
 

@@ -1,5 +1,6 @@
-//! The wasm engine every adapter shares: compiler settings, the pooling
-//! allocator, and the epoch ticker that deadlines rest on.
+//! The wasm engine of one contract line, shared by its adapters: compiler
+//! settings, the pooling allocator, and the epoch ticker that deadlines rest
+//! on.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use crate::bindings::Line;
 use crate::error::LoadError;
 use crate::runtime::linking::MakeLinker;
 
@@ -51,23 +53,32 @@ impl Default for EngineSettings {
 /// most `max_unused_warm_slots` × this resident in slots nobody uses.
 const KEEP_RESIDENT: usize = 1 << 20;
 
-/// The engine and its epoch ticker. Dropping the last handle stops the
-/// ticker.
+/// The engine of one contract line and its epoch ticker. Dropping the last
+/// handle stops the ticker.
 pub(crate) struct SharedEngine {
     pub(crate) engine: Engine,
-    pub(crate) settings: EngineSettings,
     stop: Arc<AtomicBool>,
 }
 
 impl SharedEngine {
-    /// The engine, and its epoch thread started with `first` as its first
-    /// job (the host's linker, `linking.rs`).
-    pub(crate) fn new(settings: EngineSettings, first: MakeLinker) -> Result<Self, LoadError> {
+    /// The engine for components of `line`, and its epoch thread started
+    /// with `first` as its first job (the line's linker, `linking.rs`).
+    pub(crate) fn new(
+        settings: EngineSettings,
+        line: Line,
+        first: MakeLinker,
+    ) -> Result<Self, LoadError> {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.max_wasm_stack(settings.max_wasm_stack);
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        // With concurrency support wasmtime runs every `call_async`, even of
+        // a plain 0.1 export, as a concurrent task: +1.1 µs a call, measured
+        // (docs/architecture.md, "Versions"). 0.1 components need none of it;
+        // 0.2 components (async exports, streams, futures) cannot load
+        // without it.
+        config.concurrency_support(line == Line::V0_2);
 
         let mut pool = PoolingAllocationConfig::new();
         let slots = settings.total_instances;
@@ -101,12 +112,8 @@ impl SharedEngine {
 
         let engine = Engine::new(&config).map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let stop = Arc::new(AtomicBool::new(false));
-        spawn_ticker(engine.clone(), stop.clone(), first);
-        Ok(SharedEngine {
-            engine,
-            settings,
-            stop,
-        })
+        spawn_ticker(engine.clone(), line, stop.clone(), first);
+        Ok(SharedEngine { engine, stop })
     }
 }
 
@@ -119,9 +126,13 @@ impl Drop for SharedEngine {
 /// A plain thread, not a task: it must tick even when every runtime worker is
 /// busy running guests. It makes the linker first: until there is one no
 /// guest runs, so there is nothing to tick for.
-fn spawn_ticker(engine: Engine, stop: Arc<AtomicBool>, first: MakeLinker) {
+fn spawn_ticker(engine: Engine, line: Line, stop: Arc<AtomicBool>, first: MakeLinker) {
+    let name = match line {
+        Line::V0_1 => "pando-epoch",
+        Line::V0_2 => "pando-epoch-0.2",
+    };
     let spawned = std::thread::Builder::new()
-        .name("pando-epoch".into())
+        .name(name.into())
         .spawn(move || {
             first.run(&engine);
             std::thread::sleep(EPOCH_TICK);

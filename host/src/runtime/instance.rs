@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use wasmtime::component::Accessor;
 use wasmtime::{Store, UpdateDeadline};
 
-use crate::bindings::v0_1::KubernetesAdapter;
+use crate::bindings::{v0_1, v0_2};
 use crate::capability::Shared;
 use crate::capability::held::HeldBudget;
 use crate::limits::Limits;
@@ -23,10 +24,57 @@ pub(crate) async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
+/// An instance's exports, as its contract line binds them.
+pub(crate) enum Bindings {
+    V0_1(v0_1::KubernetesAdapter),
+    V0_2(v0_2::KubernetesAdapter),
+}
+
+/// The adapter interface of an instance, to call.
+#[derive(Clone, Copy)]
+pub(crate) enum Guest<'a> {
+    V0_1(&'a v0_1::exports::pando::runtime::adapter::Guest),
+    V0_2(&'a v0_2::exports::pando::runtime::adapter::Guest),
+}
+
+/// The same export called on either line's bindings: the lines share their
+/// argument and result types (`crate::bindings`), so one expression serves
+/// both.
+macro_rules! either {
+    ($guest:expr, $g:ident => $call:expr) => {
+        match $guest {
+            $crate::runtime::instance::Guest::V0_1($g) => $call,
+            $crate::runtime::instance::Guest::V0_2($g) => $call,
+        }
+    };
+}
+pub(crate) use either;
+
+/// Runs a 0.2.0 `async func` export on `store` until it returns: wasmtime
+/// calls such an export only from inside the store's event loop, which runs
+/// while this is polled. One call at a time per store, as 0.1.0's: the
+/// pool leases an instance to one call.
+pub(crate) async fn run_v0_2<R>(
+    store: &mut Store<HostState>,
+    call: impl AsyncFnOnce(&Accessor<HostState>) -> wasmtime::Result<R>,
+) -> wasmtime::Result<R> {
+    store.run_concurrent(call).await?
+}
+
+impl Bindings {
+    /// Its adapter interface.
+    pub(crate) fn guest(&self) -> Guest<'_> {
+        match self {
+            Bindings::V0_1(b) => Guest::V0_1(b.pando_runtime_adapter()),
+            Bindings::V0_2(b) => Guest::V0_2(b.pando_runtime_adapter()),
+        }
+    }
+}
+
 /// One configured instance.
 pub(crate) struct Instance {
     pub(crate) store: Store<HostState>,
-    pub(crate) bindings: KubernetesAdapter,
+    pub(crate) bindings: Bindings,
     /// Calls served, against `limits.max_calls_per_instance`.
     pub(crate) calls: u64,
     /// Set when the instance must not serve another call.
@@ -112,7 +160,7 @@ impl Factory {
 }
 
 impl Instance {
-    pub(crate) fn new(store: Store<HostState>, bindings: KubernetesAdapter) -> Self {
+    pub(crate) fn new(store: Store<HostState>, bindings: Bindings) -> Self {
         Instance {
             store,
             bindings,

@@ -1,4 +1,4 @@
-//! The host's linker for contract 0.1, made off the builder's thread.
+//! The host's linker for one contract line, made off the builder's thread.
 //!
 //! Defining every import (WASI 0.2 and the host's own) took 0.4–0.5 ms, a
 //! quarter of `Host::builder().build()` (docs/benchmarks.md). Nothing needs
@@ -17,6 +17,7 @@ use std::sync::{Mutex, OnceLock};
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
+use crate::bindings::Line;
 use crate::error::LoadError;
 use crate::runtime::state::HostState;
 
@@ -24,16 +25,20 @@ type Made = Result<Linker<HostState>, String>;
 
 /// A linker being made, or made.
 pub(crate) struct PendingLinker {
+    line: Line,
     made: OnceLock<Made>,
     delivery: Mutex<Option<Receiver<Made>>>,
 }
 
 /// The job that makes the linker, to run on another thread.
-pub(crate) struct MakeLinker(SyncSender<Made>);
+pub(crate) struct MakeLinker {
+    line: Line,
+    deliver: SyncSender<Made>,
+}
 
-/// The linker for `engine`, or why it could not be made.
-fn make(engine: &Engine) -> Made {
-    crate::capability::linker_v0_1(engine).map_err(|e| format!("{e:#}"))
+/// The linker of `line` for `engine`, or why it could not be made.
+fn make(engine: &Engine, line: Line) -> Made {
+    crate::capability::linker(engine, line).map_err(|e| format!("{e:#}"))
 }
 
 impl MakeLinker {
@@ -41,22 +46,24 @@ impl MakeLinker {
     pub(crate) fn run(self, engine: &Engine) {
         // Caught: the thread goes on to tick the epoch, which every
         // deadline inside pure wasm rests on.
-        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(engine)))
+        let line = self.line;
+        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(engine, line)))
             .unwrap_or_else(|_| Err("making it panicked".into()));
         // The host may have been dropped meanwhile; then nobody wants it.
-        let _ = self.0.send(made);
+        let _ = self.deliver.send(made);
     }
 }
 
 impl PendingLinker {
-    /// A linker that `job` makes, wherever the caller runs it.
-    pub(crate) fn new() -> (Self, MakeLinker) {
+    /// A linker of `line` that `job` makes, wherever the caller runs it.
+    pub(crate) fn new(line: Line) -> (Self, MakeLinker) {
         let (tx, rx) = sync_channel(1);
         let pending = PendingLinker {
+            line,
             made: OnceLock::new(),
             delivery: Mutex::new(Some(rx)),
         };
-        (pending, MakeLinker(tx))
+        (pending, MakeLinker { line, deliver: tx })
     }
 
     /// The linker, waiting for its job the first time (it blocks the
@@ -73,7 +80,7 @@ impl PendingLinker {
                 Some(Ok(made)) => made,
                 Some(Err(_)) => {
                     tracing::debug!("the linker's job did not deliver; making it in place");
-                    make(engine)
+                    make(engine, self.line)
                 }
                 // Only this initializer takes the receiver, once.
                 None => Err("it was never started".into()),
@@ -91,7 +98,7 @@ mod tests {
     #[test]
     fn the_linker_made_on_another_thread_is_the_one_every_load_gets() {
         let engine = Engine::default();
-        let (pending, job) = PendingLinker::new();
+        let (pending, job) = PendingLinker::new(Line::V0_1);
         let e2 = engine.clone();
         std::thread::spawn(move || job.run(&e2));
         let first: *const Linker<HostState> = pending.get(&engine).expect("a linker");
@@ -102,7 +109,7 @@ mod tests {
     #[test]
     fn a_job_that_never_ran_is_made_in_place() {
         let engine = Engine::default();
-        let (pending, job) = PendingLinker::new();
+        let (pending, job) = PendingLinker::new(Line::V0_1);
         drop(job);
         assert!(pending.get(&engine).is_ok());
     }
@@ -110,7 +117,7 @@ mod tests {
     #[test]
     fn loads_racing_for_the_linker_all_get_it() {
         let engine = Engine::default();
-        let (pending, job) = PendingLinker::new();
+        let (pending, job) = PendingLinker::new(Line::V0_1);
         std::thread::scope(|s| {
             let got: Vec<_> = (0..4)
                 .map(|_| s.spawn(|| pending.get(&engine).is_ok()))

@@ -120,15 +120,15 @@ async fn a_newer_compatible_contract_version_is_served() {
 #[tokio::test]
 async fn an_incompatible_contract_version_is_refused_naming_what_is_served() {
     let err = load_err(
-        &test_adapter_at("0.2.0"),
+        &test_adapter_at("0.3.0"),
         "minor.wasm",
         LoadOptions::default(),
     )
     .await;
     match &err {
         LoadError::UnsupportedVersion { found, served, .. } => {
-            assert_eq!(found, "0.2.0");
-            assert_eq!(served, "0.1.0");
+            assert_eq!(found, "0.3.0");
+            assert_eq!(served, "0.2.0, 0.1.0");
             assert!(err.to_string().contains("semver-compatible"), "{err}");
         }
         other => panic!("expected UnsupportedVersion, got {other:?}"),

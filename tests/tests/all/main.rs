@@ -27,6 +27,7 @@ mod host_load;
 mod host_metrics;
 mod host_network;
 mod host_pool;
+mod host_v02;
 mod kube_audit;
 mod kube_budgets;
 mod kube_cache;

@@ -100,6 +100,14 @@ impl super::Capability for Kubernetes {
         })
     }
 
+    fn refusal_v0_2() -> Option<&'static str> {
+        Some(
+            "the Kubernetes API, which this host does not lend to pando:runtime@0.2.0 adapters \
+             yet (its async import over streams is being built); build the adapter against \
+             pando:runtime@0.1.0 for now",
+        )
+    }
+
     fn shared(setup: &super::Setup<'_>) -> Option<Arc<KubeContext>> {
         let grants = setup.grants.kubernetes.as_ref()?;
         let client = setup.kubernetes?.clone();

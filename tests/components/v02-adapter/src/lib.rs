@@ -1,0 +1,244 @@
+//! A test adapter of `pando:runtime@0.2.0` (WASI 0.3, world
+//! `runtime-adapter`): what the host's 0.2 tests call, each answer showing
+//! that the call went where it should.
+//!
+//! - `info`, `configure`, `capabilities`, `upstream`: plain calls.
+//!   `configure` refuses a configuration with `"reject"` in it.
+//! - `health-check`: an `async func` that answers at once.
+//! - `apply`: waits the plan's `revision` in milliseconds on
+//!   `wasi:clocks@0.3.0`, racing `call.cancelled` (cancellation is
+//!   cooperative in 0.2.0); its handle's `location` says what the call saw:
+//!   its deadline and each workload's `security`.
+//! - `observe`: the app exists with one running workload named after it;
+//!   `missing-…` does not exist.
+//! - `trial`: echoes the workload's `security` in its `output-tail`.
+//! - everything else: `unsupported`, naming the call.
+
+wit_bindgen::generate!({
+    path: "../../../wit/v0.2",
+    world: "runtime-adapter",
+    generate_all,
+});
+
+use exports::pando::runtime::adapter::Guest;
+use pando::runtime::types::*;
+use pando::runtime::{call, log};
+use wasi::clocks::monotonic_clock;
+
+struct V02;
+
+fn unsupported<T>(what: &str) -> Result<T, Error> {
+    Err(Error::Unsupported(format!(
+        "{what}: the 0.2 test adapter does not do it"
+    )))
+}
+
+fn security(s: &Security) -> String {
+    format!(
+        "user={:?},group={:?},fs={:?},restricted={}",
+        s.run_as_user, s.run_as_group, s.fs_group, s.restricted
+    )
+}
+
+impl Guest for V02 {
+    fn info() -> KindInfo {
+        KindInfo {
+            kind: "v02-test".into(),
+            category: Category::SingleHost,
+            description: "A test adapter of contract 0.2.0.".into(),
+            config_schema: "{}".into(),
+        }
+    }
+
+    fn configure(config: String) -> Result<(), Error> {
+        if config.contains("reject") {
+            return Err(Error::Invalid(format!(
+                "configuration `{config}`: told to reject it"
+            )));
+        }
+        Ok(())
+    }
+
+    fn capabilities() -> Result<RuntimeCapabilities, Error> {
+        Ok(RuntimeCapabilities {
+            isolation: IsolationClass::SharedKernel,
+            exec: false,
+            run: false,
+            logs: false,
+            trial: true,
+            write_observation: false,
+            egress_restriction: false,
+            image_import: false,
+            volume_snapshot: false,
+            edge: false,
+        })
+    }
+
+    async fn health_check() -> Result<(), Error> {
+        Ok(())
+    }
+
+    async fn capacity() -> Result<CapacityReport, Error> {
+        unsupported("capacity")
+    }
+
+    async fn largest_fit_for(_bundle: String) -> Result<Option<Fit>, Error> {
+        unsupported("largest-fit-for")
+    }
+
+    async fn in_use() -> Result<InUseReport, Error> {
+        unsupported("in-use")
+    }
+
+    async fn apply(plan: BundlePlan) -> Result<BundleHandle, Error> {
+        let ms: u64 = plan.revision.parse().unwrap_or(0);
+        let deadline = call::deadline();
+        log::log(
+            log::Level::Info,
+            "apply",
+            &[("bundle".into(), plan.id.clone())],
+        );
+        let wait = core::pin::pin!(monotonic_clock::wait_for(ms * 1_000_000));
+        let cancelled = core::pin::pin!(call::cancelled());
+        if let futures::future::Either::Right(_) = futures::future::select(wait, cancelled).await {
+            return Err(Error::Cancelled(format!("apply {}: cancelled", plan.id)));
+        }
+        let now = monotonic_clock::now();
+        let securities: Vec<String> = plan
+            .workloads
+            .iter()
+            .map(|w| security(&w.security))
+            .collect();
+        Ok(BundleHandle {
+            id: plan.id,
+            location: format!(
+                "deadline_in_ms={};security={}",
+                deadline.map_or(-1, |d| (d.saturating_sub(now) / 1_000_000) as i64),
+                securities.join("|")
+            ),
+        })
+    }
+
+    async fn observe(bundle: BundleRef) -> Result<ObservedBundle, Error> {
+        if bundle.id.starts_with("missing-") {
+            return Ok(ObservedBundle {
+                id: bundle.id,
+                exists: false,
+                workloads: Vec::new(),
+                volumes: Vec::new(),
+            });
+        }
+        Ok(ObservedBundle {
+            workloads: vec![ObservedWorkload {
+                name: bundle.id.clone(),
+                phase: WorkloadPhase::Running,
+                digest: None,
+                exit_code: None,
+                reason: String::new(),
+                started_at_ms: None,
+                finished_at_ms: None,
+            }],
+            id: bundle.id,
+            exists: true,
+            volumes: Vec::new(),
+        })
+    }
+
+    async fn stop(_bundle: BundleRef) -> Result<(), Error> {
+        unsupported("stop")
+    }
+
+    async fn destroy(_bundle: BundleRef, _options: DestroyOptions) -> Result<(), Error> {
+        unsupported("destroy")
+    }
+
+    async fn usage(_bundle: BundleRef) -> Result<BundleUsage, Error> {
+        unsupported("usage")
+    }
+
+    async fn create_volume(_request: VolumeRequest) -> Result<VolumeHandle, Error> {
+        unsupported("create-volume")
+    }
+
+    async fn destroy_volume(_volume: VolumeHandle) -> Result<(), Error> {
+        unsupported("destroy-volume")
+    }
+
+    async fn snapshot_volume(_volume: VolumeHandle) -> Result<ByteStream, Error> {
+        unsupported("snapshot-volume")
+    }
+
+    async fn restore_volume(
+        _volume: VolumeHandle,
+        _from: wit_bindgen::StreamReader<u8>,
+    ) -> Result<(), Error> {
+        unsupported("restore-volume")
+    }
+
+    async fn has_image(_image: String) -> Result<bool, Error> {
+        unsupported("has-image")
+    }
+
+    async fn import_image(_from: wit_bindgen::StreamReader<u8>) -> Result<String, Error> {
+        unsupported("import-image")
+    }
+
+    async fn logs(_workload: WorkloadRef, _options: LogOptions) -> Result<ByteStream, Error> {
+        unsupported("logs")
+    }
+
+    async fn exec(
+        _workload: WorkloadRef,
+        _request: ExecRequest,
+        _stdin: Option<wit_bindgen::StreamReader<u8>>,
+        _resize: Option<wit_bindgen::StreamReader<TerminalSize>>,
+    ) -> Result<ExecSession, Error> {
+        unsupported("exec")
+    }
+
+    async fn run(_workload: WorkloadRef, _request: RunRequest) -> Result<ByteStream, Error> {
+        unsupported("run")
+    }
+
+    async fn trial(request: TrialRequest) -> Result<TrialResult, Error> {
+        Ok(TrialResult {
+            listening: Vec::new(),
+            exit_code: Some(0),
+            writes: None,
+            output_tail: security(&request.workload.security),
+        })
+    }
+
+    fn upstream(workload: WorkloadRef, port: u16) -> Result<UpstreamAddress, Error> {
+        Ok(UpstreamAddress {
+            host: format!("{}.{}.v02", workload.workload, workload.bundle),
+            port,
+        })
+    }
+
+    async fn watch_bundles() -> Result<BundleWatch, Error> {
+        unsupported("watch-bundles")
+    }
+
+    async fn apply_edge(_plan: EdgePlan) -> Result<(), Error> {
+        unsupported("apply-edge")
+    }
+
+    async fn observe_edge(_name: String) -> Result<EdgeState, Error> {
+        unsupported("observe-edge")
+    }
+
+    async fn remove_edge(_name: String) -> Result<(), Error> {
+        unsupported("remove-edge")
+    }
+
+    async fn edges() -> Result<Vec<String>, Error> {
+        unsupported("edges")
+    }
+
+    async fn edge_volumes() -> Result<Vec<VolumeHandle>, Error> {
+        unsupported("edge-volumes")
+    }
+}
+
+export!(V02);
