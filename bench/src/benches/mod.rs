@@ -17,6 +17,7 @@ mod restore;
 mod serve;
 mod snapshot;
 pub(crate) mod upstream;
+mod versions;
 
 use std::time::Duration;
 
@@ -33,6 +34,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         "upstream",
         "`Adapter::upstream` through the host vs the adapter's own `upstream` called natively",
+    ),
+    (
+        "versions",
+        "`upstream` and `health-check` on a 0.2.0 adapter (0.2 engine) vs a 0.1.0 one (0.1 engine), both through the host",
     ),
     (
         "pool",
@@ -88,6 +93,7 @@ pub const ALL: &[(&str, &str)] = &[
 pub async fn run(name: &str, quick: bool, max_apps: usize) -> Result<Bench> {
     match name {
         "upstream" => upstream::run(quick).await,
+        "versions" => versions::run(quick).await,
         "pool" => pool::run(quick).await,
         "load" => load::run(quick).await,
         "kube-3rtt" => kube_rtt::run(quick).await,
