@@ -67,6 +67,28 @@ fn inspect_json_names_the_kind_and_world() {
 }
 
 #[test]
+fn a_0_2_adapter_is_inspected_and_called_as_a_0_1_one_is() {
+    let cli = Cli::new();
+    let v02 = repo_root().join("target/wasm32-wasip2/release/pando_v02_adapter.wasm");
+    assert!(
+        v02.is_file(),
+        "{} is missing: build the test components with `scripts/build-components`",
+        v02.display()
+    );
+    let v02 = v02.to_str().expect("a UTF-8 path");
+    let o = cli.run(&["inspect", v02, "-o", "json"]);
+    assert_exit(&o, 0);
+    let v = json(&o);
+    assert_eq!(v["kind"], "v02-test");
+    assert_eq!(v["version"], "0.2.0");
+    assert_eq!(v["world"], "runtime-adapter");
+
+    let o = cli.run(&["--adapter", v02, "upstream", "shop", "web", "8080"]);
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "web.shop.v02:8080\n");
+}
+
+#[test]
 fn inspect_of_a_file_that_is_not_wasm_names_it() {
     let cli = Cli::new();
     let dir = tempfile::tempdir().expect("a temporary dir");
