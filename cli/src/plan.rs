@@ -166,6 +166,27 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_without_security_runs_as_its_image_and_one_with_it_keeps_it() {
+        let p = plan(json!({
+            "id": "a", "revision": "1", "network": {"egress": "open"},
+            "workloads": [
+                {"name": "web", "image": "nginx:1.27",
+                 "resources": {"requests": {"cpu-millis": 100, "memory-bytes": 67108864}}},
+                {"name": "db", "image": "postgres:17",
+                 "resources": {"requests": {"cpu-millis": 100, "memory-bytes": 67108864}},
+                 "security": {"run-as-user": 999, "fs-group": 999, "restricted": true}},
+            ],
+        }));
+        assert!(p.workloads[0].security.is_image_default());
+        let db = &p.workloads[1].security;
+        assert_eq!(
+            (db.run_as_user, db.run_as_group, db.fs_group),
+            (Some(999), None, Some(999))
+        );
+        assert!(db.restricted);
+    }
+
+    #[test]
     fn egress_is_read_in_any_case_and_restricted_rules_get_their_ports() {
         let restricted = plan(json!({
             "id": "a", "revision": "1",

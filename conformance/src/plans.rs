@@ -123,6 +123,7 @@ fn workload(name: &str, image: &str, script: &str, requests: Resources) -> Workl
             limits: None,
         },
         mounts: vec![],
+        security: Default::default(),
     }
 }
 

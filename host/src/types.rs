@@ -1,12 +1,16 @@
 //! The contract's types as core uses them.
 //!
-//! These are the `pando:runtime@0.1.0` types, generated from the WIT, with
-//! serde derives so plans, configuration and results read and write as
-//! JSON or YAML (field names in snake_case, enum cases in UpperCamelCase as
-//! Rust names them). A later contract version converts into these: they are
-//! the host's public vocabulary, and core never sees a wasm value.
+//! These are the contract's types, with serde derives so plans,
+//! configuration and results read and write as JSON or YAML (field names in
+//! snake_case, enum cases in UpperCamelCase as Rust names them): the
+//! `pando:runtime@0.1.0` types generated from the WIT, but for the plan's
+//! workloads, which are 0.2.0's (`Security`, `WorkloadSpec`, `BundlePlan`,
+//! `TrialRequest`: `crate::bindings::v0_2_types`). The two versions share
+//! every other type, so this is the host's one public vocabulary for both,
+//! and core never sees a wasm value.
 
 pub use crate::bindings::v0_1::pando::runtime::types::*;
+pub use crate::bindings::v0_2_types::{BundlePlan, Security, TrialRequest, WorkloadSpec};
 
 impl Default for DestroyOptions {
     /// Keep volumes: losing data takes an explicit choice.

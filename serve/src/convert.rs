@@ -3,7 +3,12 @@
 //! what is here is what they share: the error a message the host cannot take
 //! gets, and the two checks no Rust type does for free.
 
-use pando_host::types as h;
+// The wire's messages are `pando:runtime@0.1.0`'s (wit-proto generates them
+// from it), so they convert to and from 0.1.0's Rust types. Those are the
+// host's public types but for the plan's workloads, which gained `security`
+// in 0.2.0; `service.rs` makes the host's plan with `from_v0_1` (every
+// workload run as its image says) until the wire carries `security`.
+use pando_host::bindings::v0_1::pando::runtime::types as h;
 
 use crate::pb;
 

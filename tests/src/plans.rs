@@ -41,6 +41,7 @@ pub fn workload(name: &str) -> WorkloadSpec {
             limits: None,
         },
         mounts: vec![],
+        security: Default::default(),
     }
 }
 

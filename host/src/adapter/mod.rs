@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use wasmtime_wasi::p2::DynInputStream;
 use wasmtime_wasi::p2::pipe::AsyncReadStream;
 
-use crate::bindings::{Line, v0_1, v0_2_types};
+use crate::bindings::{Line, v0_1};
 use crate::call::CallContext;
 use crate::capability::events::BundleSink;
 use crate::check::ComponentShape;
@@ -48,6 +48,12 @@ fn v0_1_only(g: Guest<'_>) -> wasmtime::Result<&v0_1::exports::pando::runtime::a
             "a call served to 0.1.0 adapters only, made on a 0.2.0 instance",
         )),
     }
+}
+
+/// An instance of one line serving an adapter loaded as the other: never,
+/// since an adapter's instances are all made from its one component.
+fn line_mismatch() -> wasmtime::Error {
+    wasmtime::Error::msg("an instance of the other contract line than its adapter's")
 }
 
 /// What `inspect` learns of a component.
@@ -181,6 +187,22 @@ impl Adapter {
         self.inner.pool.factory.held_budget.usage()
     }
 
+    /// `value` as a 0.1.0 adapter takes it, when this adapter is one (none
+    /// for a 0.2.0 adapter); refused `unsupported`, naming why, when 0.1.0
+    /// cannot carry it.
+    fn for_v0_1<T, U>(
+        &self,
+        value: &T,
+        convert: impl FnOnce(&T) -> Result<U, String>,
+    ) -> Result<Option<U>, CallError> {
+        if self.inner.line != Line::V0_1 {
+            return Ok(None);
+        }
+        convert(value)
+            .map(Some)
+            .map_err(|why| CallError::Adapter(Error::Unsupported(why)))
+    }
+
     /// Refuses a call the host serves 0.1.0 adapters only, on a 0.2.0 one.
     fn only_v0_1(&self, method: &'static str) -> Result<(), CallError> {
         if self.inner.line == Line::V0_1 {
@@ -258,18 +280,22 @@ impl Adapter {
         .await
     }
 
-    /// Converges an app toward the plan.
+    /// Converges an app toward the plan. A plan that sets a workload's
+    /// `security` is refused `unsupported` by a 0.1.0 adapter, which cannot
+    /// carry it, before anything runs.
     pub async fn apply(
         &self,
         ctx: &CallContext,
         plan: &BundlePlan,
     ) -> Result<BundleHandle, CallError> {
-        self.call(ctx, "apply", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_apply(s, plan).await,
-            Guest::V0_2(g) => {
-                let plan = v0_2_types::BundlePlan::from_v0_1(plan);
+        let v0_1 = self.for_v0_1(plan, BundlePlan::to_v0_1)?;
+        self.call(ctx, "apply", After::Reuse, async |g, s| match (g, &v0_1) {
+            (Guest::V0_1(g), Some(plan)) => g.call_apply(s, plan).await,
+            (Guest::V0_2(g), _) => {
+                let plan = plan.clone();
                 run_v0_2(s, async |a| g.call_apply(a, plan).await).await
             }
+            (Guest::V0_1(_), None) => Err(line_mismatch()),
         })
         .await
     }
@@ -488,18 +514,21 @@ impl Adapter {
         written
     }
 
-    /// Runs a workload once, watched.
+    /// Runs a workload once, watched. Its `security`, if set, is
+    /// refused by a 0.1.0 adapter as in [`Adapter::apply`].
     pub async fn trial(
         &self,
         ctx: &CallContext,
         request: &TrialRequest,
     ) -> Result<TrialResult, CallError> {
-        self.call(ctx, "trial", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_trial(s, request).await,
-            Guest::V0_2(g) => {
-                let request = v0_2_types::TrialRequest::from_v0_1(request);
+        let v0_1 = self.for_v0_1(request, TrialRequest::to_v0_1)?;
+        self.call(ctx, "trial", After::Reuse, async |g, s| match (g, &v0_1) {
+            (Guest::V0_1(g), Some(request)) => g.call_trial(s, request).await,
+            (Guest::V0_2(g), _) => {
+                let request = request.clone();
                 run_v0_2(s, async |a| g.call_trial(a, request).await).await
             }
+            (Guest::V0_1(_), None) => Err(line_mismatch()),
         })
         .await
     }

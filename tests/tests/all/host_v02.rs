@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use pando_host::types::{EgressPolicy, LogOptions, NetworkRules, TrialRequest};
+use pando_host::types::{EgressPolicy, LogOptions, NetworkRules, Security, TrialRequest};
 use pando_host::{CallContext, CallError, CancellationToken, Host, LoadError, LoadOptions, World};
 use pando_tests::components;
 use pando_tests::plans::{bundle, plan, workload, wref};
@@ -66,7 +66,8 @@ async fn a_0_1_and_a_0_2_adapter_load_in_one_host_and_both_answer() {
 }
 
 #[tokio::test]
-async fn a_0_2_async_call_sees_its_own_deadline_and_a_0_1_plan_runs_as_the_image_says() {
+async fn a_0_2_async_call_sees_its_own_deadline_and_a_plan_without_security_runs_as_the_image_says()
+{
     let cache = tempfile::tempdir().expect("tempdir");
     let adapter = load_v02(&host(&cache)).await;
     let ctx = CallContext::default().with_timeout(Duration::from_secs(5));
@@ -105,6 +106,77 @@ async fn a_0_2_async_call_sees_its_own_deadline_and_a_0_1_plan_runs_as_the_image
         .await
         .expect("trial");
     assert_eq!(tried.output_tail, image_user);
+}
+
+#[tokio::test]
+async fn security_reaches_a_0_2_adapter_and_a_0_1_adapter_refuses_it_before_anything_runs() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = host(&cache);
+    let new = load_v02(&host).await;
+    let old = host
+        .load_file(&components::test_adapter(), LoadOptions::default())
+        .await
+        .expect("the 0.1.0 test adapter loads");
+    let ctx = CallContext::default();
+    let mut p = plan("locked", &["web", "db"]);
+    p.workloads[0].security = Security {
+        run_as_user: Some(1000),
+        run_as_group: Some(3000),
+        fs_group: Some(2000),
+        restricted: true,
+    };
+    let handle = new
+        .apply(&ctx, &p)
+        .await
+        .expect("a 0.2.0 adapter takes security");
+    assert!(
+        handle.location.ends_with(
+            "security=user=Some(1000),group=Some(3000),fs=Some(2000),restricted=true\
+             |user=None,group=None,fs=None,restricted=false"
+        ),
+        "each workload's own security, as core wrote it: {}",
+        handle.location
+    );
+
+    // The 0.1.0 test adapter applies any plan: an error is the host's.
+    let err = old
+        .apply(&ctx, &p)
+        .await
+        .expect_err("0.1.0 cannot carry security");
+    match &err {
+        CallError::Adapter(e) => {
+            assert_eq!(e.kind(), "unsupported");
+            let m = e.message();
+            assert!(
+                m.contains("`web`") && m.contains("pando:runtime@0.1.0"),
+                "{m}"
+            );
+        }
+        other => panic!("expected `unsupported`, got {other:?}"),
+    }
+    let mut t = TrialRequest {
+        bundle: "locked".into(),
+        workload: p.workloads[0].clone(),
+        network: NetworkRules {
+            egress: EgressPolicy::Open,
+        },
+        pull_credentials: Vec::new(),
+        duration_ms: 100,
+    };
+    assert!(matches!(
+        old.trial(&ctx, &t).await,
+        Err(CallError::Adapter(e)) if e.kind() == "unsupported"
+    ));
+    let tried = new.trial(&ctx, &t).await.expect("a 0.2.0 trial");
+    assert_eq!(
+        tried.output_tail,
+        "user=Some(1000),group=Some(3000),fs=Some(2000),restricted=true"
+    );
+    // Without security a plan is the same to either line.
+    t.workload.security = Security::default();
+    old.trial(&ctx, &t)
+        .await
+        .expect("a 0.1.0 trial without security");
 }
 
 #[tokio::test]
