@@ -15,26 +15,35 @@
 
 use wasmtime::component::{ComponentType, FutureReader, Lift, Lower, StreamReader};
 
+/// A record of the plan, public as well as lent: wasmtime's component traits
+/// and what the host's public types derive (serde, the schema, equality).
+macro_rules! plan_record {
+    ($(#[$attr:meta])* pub struct $name:ident { $($body:tt)* }) => {
+        #[derive(
+            ComponentType,
+            Lift,
+            Lower,
+            Clone,
+            Debug,
+            PartialEq,
+            serde::Serialize,
+            serde::Deserialize,
+            schemars::JsonSchema,
+        )]
+        #[component(record)]
+        $(#[$attr])*
+        pub struct $name { $($body)* }
+    };
+}
+
 pub use crate::bindings::v0_1::pando::runtime::types::*;
 
+plan_record! {
 /// Who a workload's processes run as, and how tightly. Numbers, not names: a
 /// runtime cannot check a user name against "not root" before the image
 /// runs. All none and `restricted` false (the default, and what a plan
 /// without `security` gets) is the image's own user, as in 0.1.0.
-#[derive(
-    ComponentType,
-    Lift,
-    Lower,
-    Clone,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-#[component(record)]
+#[derive(Default, Eq)]
 #[serde(default)]
 pub struct Security {
     /// The user id its processes run as; none is the image's.
@@ -53,6 +62,7 @@ pub struct Security {
     /// What Kubernetes' `restricted` Pod Security level demands.
     pub restricted: bool,
 }
+}
 
 impl Security {
     /// Whether it asks for nothing but what the image says.
@@ -61,19 +71,8 @@ impl Security {
     }
 }
 
+plan_record! {
 /// One workload of an app: a single long-running process from an image.
-#[derive(
-    ComponentType,
-    Lift,
-    Lower,
-    Clone,
-    Debug,
-    PartialEq,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-#[component(record)]
 pub struct WorkloadSpec {
     /// Unique within the app; a DNS label (lowercase letters, digits, `-`, at
     /// most 63 characters). Other workloads of the app reach it by this name.
@@ -96,21 +95,11 @@ pub struct WorkloadSpec {
     #[serde(default)]
     pub security: Security,
 }
+}
 
+plan_record! {
 /// What an app should be: the whole of it, each time (Apply is declarative
 /// and idempotent).
-#[derive(
-    ComponentType,
-    Lift,
-    Lower,
-    Clone,
-    Debug,
-    PartialEq,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-#[component(record)]
 pub struct BundlePlan {
     /// The app's id: a DNS label, unique in Pando.
     pub id: String,
@@ -122,20 +111,10 @@ pub struct BundlePlan {
     #[component(name = "pull-credentials")]
     pub pull_credentials: Vec<RegistryCredential>,
 }
+}
 
+plan_record! {
 /// A workload to run once, watched, before it is deployed.
-#[derive(
-    ComponentType,
-    Lift,
-    Lower,
-    Clone,
-    Debug,
-    PartialEq,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-#[component(record)]
 pub struct TrialRequest {
     /// The app it is tried for.
     pub bundle: String,
@@ -147,6 +126,7 @@ pub struct TrialRequest {
     /// How long to watch it.
     #[component(name = "duration-ms")]
     pub duration_ms: u64,
+}
 }
 
 /// Bytes an adapter produces and how they ended.
