@@ -3,7 +3,7 @@
 //! when the first 0.2.0 component is loaded: a host that serves 0.1.0
 //! adapters only never pays for it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -19,15 +19,17 @@ use crate::error::{CallError, LoadError};
 use crate::grants::Grants;
 use crate::runtime::cache::{self, CacheOutcome, CompileCache};
 use crate::runtime::code::{Code, LoadedCode};
-use crate::runtime::engine::{EngineSettings, SharedEngine};
+use crate::runtime::engine::EngineSettings;
 use crate::runtime::instance::{Factory, Instance, either};
-use crate::runtime::linking::PendingLinker;
 use crate::runtime::pool::Pool;
 use crate::runtime::state::Identity;
 use crate::types::KindInfo;
 
+mod builder;
 mod options;
 
+pub use builder::HostBuilder;
+use builder::LineEngine;
 pub use options::{LoadOptions, LoadProgress, ProgressHook};
 
 /// How long loading may spend instantiating and configuring the first
@@ -53,89 +55,16 @@ struct HostInner {
     metrics: Arc<crate::adapter::metrics::Metrics>,
 }
 
-/// One contract line's engine and linker.
-struct LineEngine {
-    engine: Arc<SharedEngine>,
-    /// Made on the engine's epoch thread while `build()` returns
-    /// (`runtime/linking.rs`); the first load takes it.
-    linker: PendingLinker,
-}
-
-impl LineEngine {
-    fn new(settings: EngineSettings, line: Line) -> Result<Self, LoadError> {
-        let (linker, make_linker) = PendingLinker::new(line);
-        let engine = Arc::new(SharedEngine::new(settings, line, make_linker)?);
-        Ok(LineEngine { engine, linker })
-    }
-}
-
-/// Builds a [`Host`].
-#[derive(Debug, Clone)]
-pub struct HostBuilder {
-    settings: EngineSettings,
-    cache_dir: Option<PathBuf>,
-    cache: bool,
-}
-
-impl Default for HostBuilder {
-    fn default() -> Self {
-        HostBuilder {
-            settings: EngineSettings::default(),
-            cache_dir: None,
-            cache: true,
-        }
-    }
-}
-
-impl HostBuilder {
-    /// Engine settings (pool sizes, the largest memory).
-    pub fn engine(mut self, settings: EngineSettings) -> Self {
-        self.settings = settings;
-        self
-    }
-
-    /// Where precompiled components are kept (default:
-    /// [`CompileCache::default_dir`]).
-    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.cache_dir = Some(dir.into());
-        self
-    }
-
-    /// Compile every component afresh, keeping nothing on disk.
-    pub fn no_cache(mut self) -> Self {
-        self.cache = false;
-        self
-    }
-
-    /// The host.
-    pub fn build(self) -> Result<Host, LoadError> {
-        let v0_1 = LineEngine::new(self.settings.clone(), Line::V0_1)?;
-        let cache = if self.cache {
-            match self.cache_dir.or_else(CompileCache::default_dir) {
-                Some(dir) => match CompileCache::new(&dir) {
-                    Ok(c) => Some(c),
-                    Err(e) => {
-                        tracing::warn!(dir = %dir.display(), error = %e,
-                            "compile cache unusable; compiling every load");
-                        None
-                    }
-                },
-                None => None,
-            }
-        } else {
-            None
-        };
-        Ok(Host {
-            inner: Arc::new(HostInner {
-                v0_1,
-                v0_2: OnceLock::new(),
-                settings: self.settings,
-                cache,
-                code: Arc::default(),
-                metrics: crate::adapter::metrics::Metrics::new(),
-            }),
-        })
-    }
+/// A component found in the live code or the compile cache, or compiled, not
+/// yet checked.
+struct Found {
+    digest: String,
+    /// The contract line it exports, whose engine compiled it.
+    line: Line,
+    component: Component,
+    /// The live code of an adapter loaded from the same bytes, when one is.
+    shared: Option<Arc<Code>>,
+    cache: CacheOutcome,
 }
 
 /// A checked, compiled component and its first instance.
@@ -251,11 +180,7 @@ impl Host {
         let Some((digest, line, component, shared)) = known else {
             return Ok(None);
         };
-        let compile_time = started.elapsed();
-        let engine = &self.line(line)?.engine.engine;
-        let shape = check::check_shape(what, engine, &component, Some(grants))?;
-        Ok(Some(Prepared {
-            what: what.into(),
+        let found = Found {
             digest,
             line,
             component,
@@ -265,9 +190,32 @@ impl Host {
                 CacheOutcome::Hit
             },
             shared,
+        };
+        self.checked(what, found, Some(grants), started).map(Some)
+    }
+
+    /// A component found or compiled, checked against what this host lends
+    /// and `grants` (`check::check_shape`, on its line's engine).
+    fn checked(
+        &self,
+        what: &str,
+        found: Found,
+        grants: Option<&Grants>,
+        started: Instant,
+    ) -> Result<Prepared, LoadError> {
+        let compile_time = started.elapsed();
+        let engine = &self.line(found.line)?.engine.engine;
+        let shape = check::check_shape(what, engine, &found.component, grants)?;
+        Ok(Prepared {
+            what: what.into(),
+            digest: found.digest,
+            line: found.line,
+            component: found.component,
+            shared: found.shared,
+            cache: found.cache,
             shape,
             compile_time,
-        }))
+        })
     }
 
     /// Loads an adapter from bytes; `what` names it in errors.
@@ -409,19 +357,14 @@ impl Host {
         }
         let started = Instant::now();
         if let Some(code) = self.inner.code.get(&digest) {
-            let (line, component) = (code.line(), code.component.clone());
-            let shape =
-                check::check_shape(what, &self.line(line)?.engine.engine, &component, grants)?;
-            return Ok(Prepared {
-                what: what.into(),
+            let found = Found {
                 digest,
-                line,
-                component,
+                line: code.line(),
+                component: code.component.clone(),
                 shared: Some(code),
                 cache: CacheOutcome::Shared,
-                shape,
-                compile_time: started.elapsed(),
-            });
+            };
+            return self.checked(what, found, grants, started);
         }
         // The version exported picks the engine that compiles it.
         let line = check::line_of(check::exported_version(bytes).as_deref());
@@ -467,18 +410,14 @@ impl Host {
             what: what.into(),
             reason: format!("{e:#}"),
         })?;
-        let compile_time = started.elapsed();
-        let shape = check::check_shape(what, &self.line(line)?.engine.engine, &component, grants)?;
-        Ok(Prepared {
-            what: what.into(),
+        let found = Found {
             digest,
             line,
             component,
             shared: None,
             cache,
-            shape,
-            compile_time,
-        })
+        };
+        self.checked(what, found, grants, started)
     }
 
     async fn first_instance(
