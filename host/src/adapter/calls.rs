@@ -1,0 +1,500 @@
+//! The typed calls core makes of an adapter, one per contract method: each
+//! a call into the pipeline (`invoke.rs`) with what each contract line is
+//! handed. Both lines share their argument and result types
+//! (`crate::bindings`), so most methods call the same export on either
+//! (`either!`); a 0.2.0 `async func` runs inside the store's event loop
+//! (`run_v0_2`). The plan's workloads carry `security`, which a 0.1.0
+//! adapter cannot take ([`Adapter::for_v0_1`]), and the calls that carry a
+//! stream are served to 0.1.0 adapters only for now ([`Adapter::only_v0_1`]).
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use wasmtime_wasi::p2::DynInputStream;
+use wasmtime_wasi::p2::pipe::AsyncReadStream;
+
+use super::invoke::After;
+use super::{Adapter, ExecSession};
+use crate::bindings::{Line, v0_1};
+use crate::call::CallContext;
+use crate::capability::events::BundleSink;
+use crate::error::CallError;
+use crate::runtime::instance::{Guest, either, run_v0_2};
+use crate::streams::{ByteStream, channel_output};
+use crate::types::*;
+
+/// A 0.1.0 instance's interface, for the calls the host serves 0.1.0
+/// adapters only (their streams are `wasi:io` resources).
+/// [`Adapter::only_v0_1`] refuses such a call on a 0.2.0 adapter before an
+/// instance is leased, so the error here is never an adapter's.
+fn v0_1_only(g: Guest<'_>) -> wasmtime::Result<&v0_1::exports::pando::runtime::adapter::Guest> {
+    match g {
+        Guest::V0_1(g) => Ok(g),
+        Guest::V0_2(_) => Err(wasmtime::Error::msg(
+            "a call served to 0.1.0 adapters only, made on a 0.2.0 instance",
+        )),
+    }
+}
+
+/// An instance of one line serving an adapter loaded as the other: never,
+/// since an adapter's instances are all made from its one component.
+fn line_mismatch() -> wasmtime::Error {
+    wasmtime::Error::msg("an instance of the other contract line than its adapter's")
+}
+
+impl Adapter {
+    /// `value` as a 0.1.0 adapter takes it, when this adapter is one (none
+    /// for a 0.2.0 adapter); refused `unsupported`, naming why, when 0.1.0
+    /// cannot carry it.
+    fn for_v0_1<T, U>(
+        &self,
+        value: &T,
+        convert: impl FnOnce(&T) -> Result<U, String>,
+    ) -> Result<Option<U>, CallError> {
+        if self.inner.line != Line::V0_1 {
+            return Ok(None);
+        }
+        convert(value)
+            .map(Some)
+            .map_err(|why| CallError::Adapter(Error::Unsupported(why)))
+    }
+
+    /// Refuses a call the host serves 0.1.0 adapters only, on a 0.2.0 one.
+    fn only_v0_1(&self, method: &'static str) -> Result<(), CallError> {
+        if self.inner.line == Line::V0_1 {
+            return Ok(());
+        }
+        Err(CallError::Host {
+            adapter: self.inner.identity.name.clone(),
+            method,
+            message: format!(
+                "this host does not serve `{method}` to pando:runtime@0.2.0 adapters yet: it \
+                 serves their calls that carry no stream (`stream<u8>`, an exec session, a \
+                 watch); load a 0.1.0 build of the adapter for `{method}`"
+            ),
+        })
+    }
+
+    /// What this adapter can do (R-254).
+    pub async fn capabilities(&self, ctx: &CallContext) -> Result<RuntimeCapabilities, CallError> {
+        self.call(
+            ctx,
+            "capabilities",
+            After::Reuse,
+            async |g, s| either!(g, g => g.call_capabilities(s).await),
+        )
+        .await
+    }
+
+    /// Whether the runtime can be used now (O-43).
+    pub async fn health_check(&self, ctx: &CallContext) -> Result<(), CallError> {
+        self.call(ctx, "health-check", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_health_check(s).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_health_check(a).await).await,
+        })
+        .await
+    }
+
+    /// What the runtime can hold for Pando (R-243).
+    pub async fn capacity(&self, ctx: &CallContext) -> Result<CapacityReport, CallError> {
+        self.call(ctx, "capacity", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_capacity(s).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_capacity(a).await).await,
+        })
+        .await
+    }
+
+    /// The roomiest node for one app (R-242).
+    pub async fn largest_fit_for(
+        &self,
+        ctx: &CallContext,
+        bundle: &str,
+    ) -> Result<Option<Fit>, CallError> {
+        self.call(ctx, "largest-fit-for", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_largest_fit_for(s, bundle).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| {
+                    g.call_largest_fit_for(a, bundle.to_owned()).await
+                })
+                .await
+            }
+        })
+        .await
+    }
+
+    /// What Pando has on the runtime.
+    pub async fn in_use(&self, ctx: &CallContext) -> Result<InUseReport, CallError> {
+        self.call(ctx, "in-use", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_in_use(s).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_in_use(a).await).await,
+        })
+        .await
+    }
+
+    /// Converges an app toward the plan. A plan that sets a workload's
+    /// `security` is refused `unsupported` by a 0.1.0 adapter, which cannot
+    /// carry it, before anything runs.
+    pub async fn apply(
+        &self,
+        ctx: &CallContext,
+        plan: &BundlePlan,
+    ) -> Result<BundleHandle, CallError> {
+        let v0_1 = self.for_v0_1(plan, BundlePlan::to_v0_1)?;
+        self.call(ctx, "apply", After::Reuse, async |g, s| match (g, &v0_1) {
+            (Guest::V0_1(g), Some(plan)) => g.call_apply(s, plan).await,
+            (Guest::V0_2(g), _) => {
+                let plan = plan.clone();
+                run_v0_2(s, async |a| g.call_apply(a, plan).await).await
+            }
+            (Guest::V0_1(_), None) => Err(line_mismatch()),
+        })
+        .await
+    }
+
+    /// Reports what exists for an app.
+    pub async fn observe(
+        &self,
+        ctx: &CallContext,
+        bundle: &BundleRef,
+    ) -> Result<ObservedBundle, CallError> {
+        self.call(ctx, "observe", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_observe(s, bundle).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| g.call_observe(a, bundle.to_owned()).await).await
+            }
+        })
+        .await
+    }
+
+    /// Stops an app's running workloads, keeping everything else (R-150).
+    pub async fn stop(&self, ctx: &CallContext, bundle: &BundleRef) -> Result<(), CallError> {
+        self.call(ctx, "stop", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_stop(s, bundle).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_stop(a, bundle.to_owned()).await).await,
+        })
+        .await
+    }
+
+    /// Removes an app; its volumes stay unless `options.keep_volumes` is
+    /// false (R-204).
+    pub async fn destroy(
+        &self,
+        ctx: &CallContext,
+        bundle: &BundleRef,
+        options: DestroyOptions,
+    ) -> Result<(), CallError> {
+        self.call(ctx, "destroy", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_destroy(s, bundle, options).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| {
+                    g.call_destroy(a, bundle.to_owned(), options.to_owned())
+                        .await
+                })
+                .await
+            }
+        })
+        .await
+    }
+
+    /// What an app uses.
+    pub async fn usage(
+        &self,
+        ctx: &CallContext,
+        bundle: &BundleRef,
+    ) -> Result<BundleUsage, CallError> {
+        self.call(ctx, "usage", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_usage(s, bundle).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_usage(a, bundle.to_owned()).await).await,
+        })
+        .await
+    }
+
+    /// Makes a volume.
+    pub async fn create_volume(
+        &self,
+        ctx: &CallContext,
+        request: &VolumeRequest,
+    ) -> Result<VolumeHandle, CallError> {
+        self.call(ctx, "create-volume", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_create_volume(s, request).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| {
+                    g.call_create_volume(a, request.to_owned()).await
+                })
+                .await
+            }
+        })
+        .await
+    }
+
+    /// Deletes a volume and its data.
+    pub async fn destroy_volume(
+        &self,
+        ctx: &CallContext,
+        volume: &VolumeHandle,
+    ) -> Result<(), CallError> {
+        self.call(ctx, "destroy-volume", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_destroy_volume(s, volume).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| {
+                    g.call_destroy_volume(a, volume.to_owned()).await
+                })
+                .await
+            }
+        })
+        .await
+    }
+
+    /// Writes a volume's contents as a tar stream into `into`; the bytes
+    /// written. `into` is flushed and shut down at the end.
+    pub async fn snapshot_volume<W>(
+        &self,
+        ctx: &CallContext,
+        volume: &VolumeHandle,
+        into: W,
+    ) -> Result<u64, CallError>
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        self.only_v0_1("snapshot-volume")?;
+        let (stream, writer) = channel_output(into);
+        let done = self
+            .call(ctx, "snapshot-volume", After::Discard, async |g, s| {
+                let out = s.data_mut().env.table.push(stream)?;
+                v0_1_only(g)?.call_snapshot_volume(s, volume, out).await
+            })
+            .await;
+        // The writer ends once the instance, and with it the guest's end of
+        // the stream, is gone: wait for it either way, so nothing is still
+        // being written when the call's outcome is reported.
+        let written = self.finish_writer("snapshot-volume", writer).await;
+        done?;
+        written
+    }
+
+    /// Replaces a volume's contents with a tar stream from `from` (R-206).
+    pub async fn restore_volume<R>(
+        &self,
+        ctx: &CallContext,
+        volume: &VolumeHandle,
+        from: R,
+    ) -> Result<(), CallError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+    {
+        self.only_v0_1("restore-volume")?;
+        let stream: DynInputStream = Box::new(AsyncReadStream::new(from));
+        self.call(ctx, "restore-volume", After::Discard, async |g, s| {
+            let inp = s.data_mut().env.table.push(stream)?;
+            v0_1_only(g)?.call_restore_volume(s, volume, inp).await
+        })
+        .await
+    }
+
+    /// Whether an image can run without importing it.
+    pub async fn has_image(&self, ctx: &CallContext, image: &str) -> Result<bool, CallError> {
+        self.call(ctx, "has-image", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_has_image(s, image).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| g.call_has_image(a, image.to_owned()).await).await
+            }
+        })
+        .await
+    }
+
+    /// Loads an image from a tar stream; its reference.
+    pub async fn import_image<R>(&self, ctx: &CallContext, from: R) -> Result<String, CallError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+    {
+        self.only_v0_1("import-image")?;
+        let stream: DynInputStream = Box::new(AsyncReadStream::new(from));
+        self.call(ctx, "import-image", After::Discard, async |g, s| {
+            let inp = s.data_mut().env.table.push(stream)?;
+            v0_1_only(g)?.call_import_image(s, inp).await
+        })
+        .await
+    }
+
+    /// A workload's log, its newest instance's.
+    pub async fn logs(
+        &self,
+        ctx: &CallContext,
+        workload: &WorkloadRef,
+        options: &LogOptions,
+    ) -> Result<ByteStream, CallError> {
+        self.only_v0_1("logs")?;
+        // Discarded after: a guest could return a pipe's reading end and keep
+        // the writing end, writing into core's log from later calls.
+        self.call(ctx, "logs", After::Discard, async |g, s| {
+            Ok(
+                match v0_1_only(g)?.call_logs(&mut *s, workload, *options).await? {
+                    // The stream is a host object: out of the table, it no
+                    // longer ties up the instance.
+                    Ok(r) => Ok(ByteStream::new(s.data_mut().env.table.delete(r)?)),
+                    Err(e) => Err(e),
+                },
+            )
+        })
+        .await
+    }
+
+    /// Runs a command to completion in a workload (R-423); its stdout goes
+    /// into `stdout`, which is flushed and shut down at the end. A non-zero
+    /// exit is the adapter error `command-failed`, with its stderr.
+    pub async fn run<W>(
+        &self,
+        ctx: &CallContext,
+        workload: &WorkloadRef,
+        request: &RunRequest,
+        stdout: W,
+    ) -> Result<u64, CallError>
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        self.only_v0_1("run")?;
+        let (stream, writer) = channel_output(stdout);
+        let ran = self
+            .call(ctx, "run", After::Discard, async |g, s| {
+                let out = s.data_mut().env.table.push(stream)?;
+                v0_1_only(g)?.call_run(s, workload, request, out).await
+            })
+            .await;
+        let written = self.finish_writer("run", writer).await;
+        ran?;
+        written
+    }
+
+    /// Runs a workload once, watched (R-097). Its `security`, if set, is
+    /// refused by a 0.1.0 adapter as in [`Adapter::apply`].
+    pub async fn trial(
+        &self,
+        ctx: &CallContext,
+        request: &TrialRequest,
+    ) -> Result<TrialResult, CallError> {
+        let v0_1 = self.for_v0_1(request, TrialRequest::to_v0_1)?;
+        self.call(ctx, "trial", After::Reuse, async |g, s| match (g, &v0_1) {
+            (Guest::V0_1(g), Some(request)) => g.call_trial(s, request).await,
+            (Guest::V0_2(g), _) => {
+                let request = request.clone();
+                run_v0_2(s, async |a| g.call_trial(a, request).await).await
+            }
+            (Guest::V0_1(_), None) => Err(line_mismatch()),
+        })
+        .await
+    }
+
+    /// Where Pando's proxy reaches a workload's port (R-023).
+    pub async fn upstream(
+        &self,
+        ctx: &CallContext,
+        workload: &WorkloadRef,
+        port: u16,
+    ) -> Result<UpstreamAddress, CallError> {
+        self.call(
+            ctx,
+            "upstream",
+            After::Reuse,
+            async |g, s| either!(g, g => g.call_upstream(s, workload, port).await),
+        )
+        .await
+    }
+
+    /// Creates or updates the edge (R-174).
+    pub async fn apply_edge(&self, ctx: &CallContext, plan: &EdgePlan) -> Result<(), CallError> {
+        self.call(ctx, "apply-edge", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_apply_edge(s, plan).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| g.call_apply_edge(a, plan.to_owned()).await).await
+            }
+        })
+        .await
+    }
+
+    /// Whether an edge serves.
+    pub async fn observe_edge(
+        &self,
+        ctx: &CallContext,
+        name: &str,
+    ) -> Result<EdgeState, CallError> {
+        self.call(ctx, "observe-edge", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_observe_edge(s, name).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| g.call_observe_edge(a, name.to_owned()).await).await
+            }
+        })
+        .await
+    }
+
+    /// Removes an edge and everything made for it.
+    pub async fn remove_edge(&self, ctx: &CallContext, name: &str) -> Result<(), CallError> {
+        self.call(ctx, "remove-edge", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_remove_edge(s, name).await,
+            Guest::V0_2(g) => {
+                run_v0_2(s, async |a| g.call_remove_edge(a, name.to_owned()).await).await
+            }
+        })
+        .await
+    }
+
+    /// The edges that exist.
+    pub async fn edges(&self, ctx: &CallContext) -> Result<Vec<String>, CallError> {
+        self.call(ctx, "edges", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_edges(s).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_edges(a).await).await,
+        })
+        .await
+    }
+
+    /// Volumes the edge keeps.
+    pub async fn edge_volumes(&self, ctx: &CallContext) -> Result<Vec<VolumeHandle>, CallError> {
+        self.call(ctx, "edge-volumes", After::Reuse, async |g, s| match g {
+            Guest::V0_1(g) => g.call_edge_volumes(s).await,
+            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_edge_volumes(a).await).await,
+        })
+        .await
+    }
+
+    /// Watches every app's workloads, sending what changes into `events`
+    /// (O-52) until `ctx` is cancelled, or until the runtime cannot resume
+    /// ([`WatchEnd::Expired`]: list, sweep, and watch again). Runs on an
+    /// instance of its own; give it a context without a deadline.
+    pub async fn watch_bundles(
+        &self,
+        ctx: &CallContext,
+        events: mpsc::Sender<BundleEvent>,
+    ) -> Result<WatchEnd, CallError> {
+        self.only_v0_1("watch-bundles")?;
+        let sink = BundleSink {
+            tx: events,
+            cancel: ctx.cancel_token().clone(),
+        };
+        let (end, _lease) = self
+            .call_dedicated(ctx, "watch-bundles", async |g, s| {
+                let sink = s.data_mut().env.table.push(sink)?;
+                v0_1_only(g)?.call_watch_bundles(s, sink).await
+            })
+            .await?;
+        Ok(end)
+    }
+
+    /// Opens an interactive session in a workload (R-084, R-228). The
+    /// session holds an instance of its own until dropped.
+    pub async fn exec(
+        &self,
+        ctx: &CallContext,
+        workload: &WorkloadRef,
+        request: &ExecRequest,
+    ) -> Result<ExecSession, CallError> {
+        self.only_v0_1("exec")?;
+        let (session, lease) = self
+            .call_dedicated(ctx, "exec", async |g, s| {
+                v0_1_only(g)?.call_exec(s, workload, request).await
+            })
+            .await?;
+        Ok(ExecSession {
+            adapter: self.clone(),
+            lease,
+            session,
+        })
+    }
+}
