@@ -161,13 +161,7 @@ async fn unknown(fx: &Fixture<'_>, none: &str, caps: &RuntimeCapabilities) -> Ch
     answered("largest-fit-for an unknown app", r, true, &["not-found"])?;
 
     let ghost = wref(none, SERVER);
-    let options = LogOptions {
-        follow: false,
-        tail_lines: None,
-        since_seconds: None,
-        timestamps: false,
-        limit_bytes: None,
-    };
+    let options = LogOptions::default();
     let call = fx.adapter.logs(&ctx, &ghost, &options);
     let what = "logs of an unknown workload";
     gated(fx, caps, Capability::Logs, what, call, &["not-found"]).await?;

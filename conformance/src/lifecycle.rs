@@ -56,7 +56,7 @@ async fn case_logs(
     if !caps.logs {
         let r = fx
             .adapter
-            .logs(&fx.ctx(), &wref(app, FINISHER), &all())
+            .logs(&fx.ctx(), &wref(app, FINISHER), &LogOptions::default())
             .await;
         answered("logs (logs are not declared)", r, false, &["unsupported"])?;
         notes.not_declared(Capability::Logs, "answered `unsupported` as required");
@@ -184,17 +184,6 @@ fn half_checked(why: &Stop, checked: &str, short: fn(String) -> Stop) -> Stop {
     }
 }
 
-/// Options reading a whole log, not following it.
-fn all() -> LogOptions {
-    LogOptions {
-        follow: false,
-        tail_lines: None,
-        since_seconds: None,
-        timestamps: false,
-        limit_bytes: None,
-    }
-}
-
 /// The finisher's whole log.
 async fn read_log(fx: &Fixture<'_>, app: &str) -> Check<Vec<u8>> {
     read_whole_log(fx, app, FINISHER, "the finished workload").await
@@ -208,7 +197,7 @@ async fn read_whole_log(
     which: &str,
 ) -> Check<Vec<u8>> {
     let what = format!("logs of {which} `{workload}`");
-    let (ctx, workload_ref, options) = (fx.ctx(), wref(app, workload), all());
+    let (ctx, workload_ref, options) = (fx.ctx(), wref(app, workload), LogOptions::default());
     let call = fx.adapter.logs(&ctx, &workload_ref, &options);
     let mut stream = fx.declared(Capability::Logs, &what, call).await?;
     match tokio::time::timeout(fx.options.settle_timeout, stream.read_to_end(MAX_LOG)).await {

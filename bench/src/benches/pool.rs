@@ -66,13 +66,7 @@ pub async fn run(quick: bool) -> Result<Bench> {
         bundle: "shop".into(),
         workload: "web".into(),
     };
-    let options = LogOptions {
-        follow: false,
-        tail_lines: None,
-        since_seconds: None,
-        timestamps: false,
-        limit_bytes: None,
-    };
+    let options = LogOptions::default();
     let (mut host_fresh, mut native_fresh) = (Vec::with_capacity(fresh_n), Vec::new());
     let mut not_empty = 0usize;
     for _ in 0..fresh_n {

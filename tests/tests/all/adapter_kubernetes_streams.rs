@@ -35,16 +35,6 @@ const NODE: &str = "kwok-node-2";
 const NODE_CONFIG: &str = r#"{"pod_cidr": "198.19.128.0/17", "service_cidr": "198.19.0.0/17",
     "node_selector": "kubernetes.io/hostname=kwok-node-2"}"#;
 
-fn all_of_the_log() -> LogOptions {
-    LogOptions {
-        follow: false,
-        tail_lines: None,
-        since_seconds: None,
-        timestamps: false,
-        limit_bytes: None,
-    }
-}
-
 /// Applies a one-workload app `web` and waits until its pod runs.
 async fn running_app(a: &Adapter, prefix: &str) -> (String, String) {
     let app = id(prefix);
@@ -60,7 +50,7 @@ async fn logs_of_a_running_workload_are_its_pods_log() {
     let (app, ns) = running_app(&a, "k8s-logs").await;
     let mark = ka::audit_mark();
     let mut log = a
-        .logs(&ctx(), &wref(&app, "web"), &all_of_the_log())
+        .logs(&ctx(), &wref(&app, "web"), &LogOptions::default())
         .await
         .expect("logs");
     let text = log.read_to_end(1 << 20).await.expect("read");
@@ -70,7 +60,7 @@ async fn logs_of_a_running_workload_are_its_pods_log() {
     assert_eq!(ka::log_reads(mark, &ns), ["web"], "the workload's own pod");
 
     let err = a
-        .logs(&ctx(), &wref(&app, "ghost"), &all_of_the_log())
+        .logs(&ctx(), &wref(&app, "ghost"), &LogOptions::default())
         .await
         .expect_err("no pod");
     assert_eq!(err.kind(), "not-found", "{err}");
@@ -85,7 +75,7 @@ async fn r150_logs_of_a_finished_workload_stay_readable() {
     exit_pod(&ns, "web", 1).await;
     let mark = ka::audit_mark();
     let mut log = a
-        .logs(&ctx(), &wref(&app, "web"), &all_of_the_log())
+        .logs(&ctx(), &wref(&app, "web"), &LogOptions::default())
         .await
         .expect("the crash's log");
     let text = log.read_to_end(1 << 20).await.expect("read");

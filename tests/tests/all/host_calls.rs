@@ -20,16 +20,6 @@ fn ctx() -> CallContext {
     CallContext::default().with_timeout(Duration::from_secs(20))
 }
 
-fn log_options() -> LogOptions {
-    LogOptions {
-        follow: false,
-        tail_lines: None,
-        since_seconds: None,
-        timestamps: false,
-        limit_bytes: None,
-    }
-}
-
 fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i % 251) as u8).collect()
 }
@@ -135,7 +125,11 @@ async fn adapter_errors_arrive_typed() {
 async fn logs_stream_through_the_host() {
     let (a, _c) = adapter().await;
     let mut stream = a
-        .logs(&ctx(), &wref("shop", "bytes-3000000"), &log_options())
+        .logs(
+            &ctx(),
+            &wref("shop", "bytes-3000000"),
+            &LogOptions::default(),
+        )
         .await
         .expect("logs");
     let bytes = stream.read_to_end(16 << 20).await.expect("read log");
@@ -146,7 +140,7 @@ async fn logs_stream_through_the_host() {
     );
 
     let mut stream = a
-        .logs(&ctx(), &wref("shop", "web"), &log_options())
+        .logs(&ctx(), &wref("shop", "web"), &LogOptions::default())
         .await
         .expect("logs");
     let text = stream.read_to_end(1 << 20).await.expect("read log");

@@ -80,13 +80,7 @@ async fn a_pod_log_streams_through_the_host() {
     let (a, _c) = probe::load(GRANTS).await;
     let ns = probe::app_namespace("logs").await;
     probe::running_pod(&ns.name, "web", "main").await;
-    let options = LogOptions {
-        follow: false,
-        tail_lines: None,
-        since_seconds: None,
-        timestamps: false,
-        limit_bytes: None,
-    };
+    let options = LogOptions::default();
     let mut log = a
         .logs(&probe::ctx(), &wref(&ns.name, "web"), &options)
         .await

@@ -205,17 +205,7 @@ async fn r150_after_stop_logs_are_the_exited_pods_own_output() {
         .await
         .expect("stop");
     let mut log = a
-        .logs(
-            &ctx(),
-            &wref(&app, "job"),
-            &LogOptions {
-                follow: false,
-                tail_lines: None,
-                since_seconds: None,
-                timestamps: false,
-                limit_bytes: None,
-            },
-        )
+        .logs(&ctx(), &wref(&app, "job"), &LogOptions::default())
         .await
         .expect("logs after stop");
     let text = String::from_utf8_lossy(&log.read_to_end(1 << 20).await.expect("read")).to_string();

@@ -28,13 +28,7 @@ async fn a_64_mib_log_streams_with_bounded_memory() {
     let (a, _c) = probe::load(GRANTS).await;
     let ns = probe::app_namespace("biglog").await;
     probe::running_pod(&ns.name, "chatty", BIG_LOG_CONTAINER).await;
-    let options = LogOptions {
-        follow: false,
-        tail_lines: None,
-        since_seconds: None,
-        timestamps: false,
-        limit_bytes: None,
-    };
+    let options = LogOptions::default();
     let mut log = a
         .logs(&probe::ctx(), &wref(&ns.name, "chatty"), &options)
         .await

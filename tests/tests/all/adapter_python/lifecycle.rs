@@ -133,7 +133,7 @@ async fn logs_are_the_newest_pods_log_a_finished_one_included() {
     let expected = cluster::expected_pod_log().expect("expected log");
     let mark = audit_mark();
     let mut log = a
-        .logs(&ctx(), &wref(&app, "web"), &all_of_the_log())
+        .logs(&ctx(), &wref(&app, "web"), &LogOptions::default())
         .await
         .expect("logs");
     let text = log.read_to_end(1 << 20).await.expect("read");
@@ -144,7 +144,7 @@ async fn logs_are_the_newest_pods_log_a_finished_one_included() {
     exit_pod(&ns, "web", 1).await;
     let mark = audit_mark();
     let mut log = a
-        .logs(&ctx(), &wref(&app, "web"), &all_of_the_log())
+        .logs(&ctx(), &wref(&app, "web"), &LogOptions::default())
         .await
         .expect("the crash's log (R-150)");
     let text = log.read_to_end(1 << 20).await.expect("read");
@@ -152,7 +152,7 @@ async fn logs_are_the_newest_pods_log_a_finished_one_included() {
     assert_eq!(ka::log_reads(mark, &ns), ["web"], "the finished pod's own");
 
     let err = a
-        .logs(&ctx(), &wref(&app, "ghost"), &all_of_the_log())
+        .logs(&ctx(), &wref(&app, "ghost"), &LogOptions::default())
         .await
         .expect_err("no pod");
     assert_eq!(err.kind(), "not-found", "{err}");

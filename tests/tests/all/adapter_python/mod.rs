@@ -30,16 +30,6 @@ mod against_rust;
 mod lifecycle;
 mod real_node;
 
-fn all_of_the_log() -> LogOptions {
-    LogOptions {
-        follow: false,
-        tail_lines: None,
-        since_seconds: None,
-        timestamps: false,
-        limit_bytes: None,
-    }
-}
-
 /// The Rust Kubernetes adapter, loaded without installing its tests' audit
 /// counter (this binary counts with the Python adapter's).
 async fn rust_adapter() -> (Adapter, Host) {

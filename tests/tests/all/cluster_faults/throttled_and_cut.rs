@@ -171,13 +171,7 @@ async fn a_log_stream_cut_mid_way_is_an_error_not_a_short_log() {
     let mut left = Leftovers::default();
     left.namespace(&ns.name);
     pando_tests::probe::running_pod(&ns.name, "chatty", BIG_LOG_CONTAINER).await;
-    let options = LogOptions {
-        follow: false,
-        tail_lines: None,
-        since_seconds: None,
-        timestamps: false,
-        limit_bytes: None,
-    };
+    let options = LogOptions::default();
     let mut log = probe
         .logs(&ctx(), &wref(&ns.name, "chatty"), &options)
         .await
