@@ -2,8 +2,8 @@
 //! a call into the pipeline (`invoke.rs`) with what each contract line is
 //! handed. Both lines share their argument and result types
 //! (`crate::bindings`), so most methods call the same export on either
-//! (`either!`); a 0.2.0 `async func` runs inside the store's event loop
-//! (`run_v0_2`). The plan's workloads carry `security`, which a 0.1.0
+//! (`either!`, and `either_async!` for a 0.2.0 `async func`, which runs
+//! inside the store's event loop: `run_v0_2`). The plan's workloads carry `security`, which a 0.1.0
 //! adapter cannot take ([`Adapter::for_v0_1`]), and the calls that carry a
 //! stream are served to 0.1.0 adapters only for now ([`Adapter::only_v0_1`]).
 
@@ -18,7 +18,7 @@ use crate::bindings::{Line, v0_1};
 use crate::call::CallContext;
 use crate::capability::events::BundleSink;
 use crate::error::CallError;
-use crate::runtime::instance::{Guest, either, run_v0_2};
+use crate::runtime::instance::{Guest, either, either_async, run_v0_2};
 use crate::streams::{ByteStream, channel_output};
 use crate::types::*;
 
@@ -87,18 +87,16 @@ impl Adapter {
 
     /// Whether the runtime can be used now (O-43).
     pub async fn health_check(&self, ctx: &CallContext) -> Result<(), CallError> {
-        self.call(ctx, "health-check", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_health_check(s).await,
-            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_health_check(a).await).await,
+        self.call(ctx, "health-check", After::Reuse, async |g, s| {
+            either_async!(g, s, call_health_check())
         })
         .await
     }
 
     /// What the runtime can hold for Pando.
     pub async fn capacity(&self, ctx: &CallContext) -> Result<CapacityReport, CallError> {
-        self.call(ctx, "capacity", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_capacity(s).await,
-            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_capacity(a).await).await,
+        self.call(ctx, "capacity", After::Reuse, async |g, s| {
+            either_async!(g, s, call_capacity())
         })
         .await
     }
@@ -109,23 +107,16 @@ impl Adapter {
         ctx: &CallContext,
         bundle: &str,
     ) -> Result<Option<Fit>, CallError> {
-        self.call(ctx, "largest-fit-for", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_largest_fit_for(s, bundle).await,
-            Guest::V0_2(g) => {
-                run_v0_2(s, async |a| {
-                    g.call_largest_fit_for(a, bundle.to_owned()).await
-                })
-                .await
-            }
+        self.call(ctx, "largest-fit-for", After::Reuse, async |g, s| {
+            either_async!(g, s, call_largest_fit_for(bundle))
         })
         .await
     }
 
     /// What Pando has on the runtime.
     pub async fn in_use(&self, ctx: &CallContext) -> Result<InUseReport, CallError> {
-        self.call(ctx, "in-use", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_in_use(s).await,
-            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_in_use(a).await).await,
+        self.call(ctx, "in-use", After::Reuse, async |g, s| {
+            either_async!(g, s, call_in_use())
         })
         .await
     }
@@ -156,20 +147,16 @@ impl Adapter {
         ctx: &CallContext,
         bundle: &BundleRef,
     ) -> Result<ObservedBundle, CallError> {
-        self.call(ctx, "observe", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_observe(s, bundle).await,
-            Guest::V0_2(g) => {
-                run_v0_2(s, async |a| g.call_observe(a, bundle.to_owned()).await).await
-            }
+        self.call(ctx, "observe", After::Reuse, async |g, s| {
+            either_async!(g, s, call_observe(bundle))
         })
         .await
     }
 
     /// Stops an app's running workloads, keeping everything else.
     pub async fn stop(&self, ctx: &CallContext, bundle: &BundleRef) -> Result<(), CallError> {
-        self.call(ctx, "stop", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_stop(s, bundle).await,
-            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_stop(a, bundle.to_owned()).await).await,
+        self.call(ctx, "stop", After::Reuse, async |g, s| {
+            either_async!(g, s, call_stop(bundle))
         })
         .await
     }
@@ -182,15 +169,8 @@ impl Adapter {
         bundle: &BundleRef,
         options: DestroyOptions,
     ) -> Result<(), CallError> {
-        self.call(ctx, "destroy", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_destroy(s, bundle, options).await,
-            Guest::V0_2(g) => {
-                run_v0_2(s, async |a| {
-                    g.call_destroy(a, bundle.to_owned(), options.to_owned())
-                        .await
-                })
-                .await
-            }
+        self.call(ctx, "destroy", After::Reuse, async |g, s| {
+            either_async!(g, s, call_destroy(bundle, options))
         })
         .await
     }
@@ -201,9 +181,8 @@ impl Adapter {
         ctx: &CallContext,
         bundle: &BundleRef,
     ) -> Result<BundleUsage, CallError> {
-        self.call(ctx, "usage", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_usage(s, bundle).await,
-            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_usage(a, bundle.to_owned()).await).await,
+        self.call(ctx, "usage", After::Reuse, async |g, s| {
+            either_async!(g, s, call_usage(bundle))
         })
         .await
     }
@@ -214,14 +193,8 @@ impl Adapter {
         ctx: &CallContext,
         request: &VolumeRequest,
     ) -> Result<VolumeHandle, CallError> {
-        self.call(ctx, "create-volume", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_create_volume(s, request).await,
-            Guest::V0_2(g) => {
-                run_v0_2(s, async |a| {
-                    g.call_create_volume(a, request.to_owned()).await
-                })
-                .await
-            }
+        self.call(ctx, "create-volume", After::Reuse, async |g, s| {
+            either_async!(g, s, call_create_volume(request))
         })
         .await
     }
@@ -232,14 +205,8 @@ impl Adapter {
         ctx: &CallContext,
         volume: &VolumeHandle,
     ) -> Result<(), CallError> {
-        self.call(ctx, "destroy-volume", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_destroy_volume(s, volume).await,
-            Guest::V0_2(g) => {
-                run_v0_2(s, async |a| {
-                    g.call_destroy_volume(a, volume.to_owned()).await
-                })
-                .await
-            }
+        self.call(ctx, "destroy-volume", After::Reuse, async |g, s| {
+            either_async!(g, s, call_destroy_volume(volume))
         })
         .await
     }
@@ -292,11 +259,8 @@ impl Adapter {
 
     /// Whether an image can run without importing it.
     pub async fn has_image(&self, ctx: &CallContext, image: &str) -> Result<bool, CallError> {
-        self.call(ctx, "has-image", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_has_image(s, image).await,
-            Guest::V0_2(g) => {
-                run_v0_2(s, async |a| g.call_has_image(a, image.to_owned()).await).await
-            }
+        self.call(ctx, "has-image", After::Reuse, async |g, s| {
+            either_async!(g, s, call_has_image(image))
         })
         .await
     }
@@ -401,11 +365,8 @@ impl Adapter {
 
     /// Creates or updates the edge.
     pub async fn apply_edge(&self, ctx: &CallContext, plan: &EdgePlan) -> Result<(), CallError> {
-        self.call(ctx, "apply-edge", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_apply_edge(s, plan).await,
-            Guest::V0_2(g) => {
-                run_v0_2(s, async |a| g.call_apply_edge(a, plan.to_owned()).await).await
-            }
+        self.call(ctx, "apply-edge", After::Reuse, async |g, s| {
+            either_async!(g, s, call_apply_edge(plan))
         })
         .await
     }
@@ -416,40 +377,32 @@ impl Adapter {
         ctx: &CallContext,
         name: &str,
     ) -> Result<EdgeState, CallError> {
-        self.call(ctx, "observe-edge", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_observe_edge(s, name).await,
-            Guest::V0_2(g) => {
-                run_v0_2(s, async |a| g.call_observe_edge(a, name.to_owned()).await).await
-            }
+        self.call(ctx, "observe-edge", After::Reuse, async |g, s| {
+            either_async!(g, s, call_observe_edge(name))
         })
         .await
     }
 
     /// Removes an edge and everything made for it.
     pub async fn remove_edge(&self, ctx: &CallContext, name: &str) -> Result<(), CallError> {
-        self.call(ctx, "remove-edge", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_remove_edge(s, name).await,
-            Guest::V0_2(g) => {
-                run_v0_2(s, async |a| g.call_remove_edge(a, name.to_owned()).await).await
-            }
+        self.call(ctx, "remove-edge", After::Reuse, async |g, s| {
+            either_async!(g, s, call_remove_edge(name))
         })
         .await
     }
 
     /// The edges that exist.
     pub async fn edges(&self, ctx: &CallContext) -> Result<Vec<String>, CallError> {
-        self.call(ctx, "edges", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_edges(s).await,
-            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_edges(a).await).await,
+        self.call(ctx, "edges", After::Reuse, async |g, s| {
+            either_async!(g, s, call_edges())
         })
         .await
     }
 
     /// Volumes the edge keeps.
     pub async fn edge_volumes(&self, ctx: &CallContext) -> Result<Vec<VolumeHandle>, CallError> {
-        self.call(ctx, "edge-volumes", After::Reuse, async |g, s| match g {
-            Guest::V0_1(g) => g.call_edge_volumes(s).await,
-            Guest::V0_2(g) => run_v0_2(s, async |a| g.call_edge_volumes(a).await).await,
+        self.call(ctx, "edge-volumes", After::Reuse, async |g, s| {
+            either_async!(g, s, call_edge_volumes())
         })
         .await
     }

@@ -50,6 +50,24 @@ macro_rules! either {
 }
 pub(crate) use either;
 
+/// The same `async func` export called on either line: on a 0.1.0 store as
+/// any call, on a 0.2.0 one inside its event loop (`run_v0_2`) with owned
+/// arguments, which wasmtime's bindings take there.
+macro_rules! either_async {
+    ($guest:expr, $store:expr, $method:ident($($arg:expr),*)) => {
+        match $guest {
+            $crate::runtime::instance::Guest::V0_1(g) => g.$method($store, $($arg),*).await,
+            $crate::runtime::instance::Guest::V0_2(g) => {
+                $crate::runtime::instance::run_v0_2($store, async |a| {
+                    g.$method(a, $(($arg).to_owned()),*).await
+                })
+                .await
+            }
+        }
+    };
+}
+pub(crate) use either_async;
+
 /// Runs a 0.2.0 `async func` export on `store` until it returns: wasmtime
 /// calls such an export only from inside the store's event loop, which runs
 /// while this is polled. One call at a time per store, as 0.1.0's: the
