@@ -361,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn a_0_2_adapter_is_lent_log_call_and_wasi_0_3_clocks_and_nothing_0_2_dropped() {
+    fn a_0_2_adapter_is_lent_log_call_kubernetes_and_wasi_0_3_clocks_and_nothing_0_2_dropped() {
         let lent = |name| classify_import(name, "0.2.0", None);
         assert_eq!(lent("pando:runtime/log@0.2.0"), Import::Lent("log"));
         assert_eq!(lent("pando:runtime/call@0.2.0"), Import::Lent("call"));
@@ -375,9 +375,14 @@ mod tests {
             lent("pando:runtime/streams@0.2.0"),
             Import::Refused(why) if why.contains("stream<u8>")
         ));
-        assert!(matches!(
+        // Lent to 0.2.0 as to 0.1.0: where the grants allow it.
+        assert_eq!(
             lent("pando:runtime/kubernetes@0.2.0"),
-            Import::Refused(why) if why.contains("against pando:runtime@0.1.0")
+            Import::Lent("kubernetes")
+        );
+        assert!(matches!(
+            classify_import("pando:runtime/kubernetes@0.2.0", "0.2.0", Some(&Grants::default())),
+            Import::Refused(why) if why.contains("no `kubernetes` section")
         ));
         assert!(matches!(
             lent("pando:runtime/log@0.1.0"),

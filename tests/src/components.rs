@@ -54,3 +54,10 @@ pub fn wrong_version() -> PathBuf {
 pub fn v02_adapter() -> PathBuf {
     component("pando_v02_adapter")
 }
+
+/// A test adapter of contract 0.2.0 that drives the 0.2.0 Kubernetes import
+/// (requests, a log, a watch, exec with stdin and a resized terminal; see
+/// its crate docs).
+pub fn v02_kube() -> PathBuf {
+    component("pando_v02_kube")
+}

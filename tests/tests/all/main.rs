@@ -35,6 +35,7 @@ mod kube_grants;
 mod kube_objects;
 mod kube_sdk;
 mod kube_streams;
+mod kube_v02;
 mod pod_security;
 mod real_node;
 mod real_node_edge;

@@ -1,5 +1,7 @@
-//! `logs` and `exec`: streams from the API server, as `wasi:io` streams the
-//! guest can hand on without the bytes entering its memory.
+//! `logs` and `exec`: streams from the API server, opened once for both
+//! lines: as `wasi:io` streams the guest can hand on without the bytes
+//! entering its memory (0.1.0), or as readers and writers 0.2.0's
+//! `stream<u8>`s are made of (`v0_2/pipes.rs`).
 //!
 //! A stream cut mid-way ends with an error, never as if it were whole: a
 //! log's body breaking off is an error of the log stream (kube-rs), and an
@@ -8,13 +10,11 @@
 //! open, waiting forever), and `wait` reports that no exit status came.
 
 use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{AttachParams, LogParams, TerminalSize};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio_util::compat::FuturesAsyncReadCompatExt;
 use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream};
@@ -22,6 +22,7 @@ use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use super::KubeContext;
 use super::audit::Audit;
+use super::cut::{CloseOnDrop, Cut};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
     ApiError, ApiStatus, ExecRequest, LogRequest,
 };
@@ -40,7 +41,7 @@ use crate::grants::request::{self, ApiRequest, Verb};
 /// stdin stream's write budget below, and the Kubernetes adapter's chunk.
 /// The adapter's `limits.stream_buffer_bytes` is charged for each pipe the
 /// session has ([`held_bytes`]).
-const PIPE_BUFFER: usize = 64 << 10;
+pub(crate) const PIPE_BUFFER: usize = 64 << 10;
 
 /// What an exec session takes of the adapter's stream budget, for each
 /// pipe it has (stdout always, stderr unless a terminal merges it into
@@ -57,53 +58,103 @@ pub(crate) fn held_bytes(request: &ExecRequest) -> u64 {
 
 /// How a session ended, once it has: its final `Status`, or `None` when
 /// its connection ended without one (it broke).
-type Outcome = Option<Status>;
+pub(super) type Outcome = Option<Status>;
 
-/// An exec session over the API server's streaming protocol.
-pub struct ExecSession {
-    pub(crate) stdin: Option<DynOutputStream>,
-    pub(crate) stdout: Option<DynInputStream>,
-    pub(crate) stderr: Option<DynInputStream>,
-    resize: Option<futures::channel::mpsc::Sender<TerminalSize>>,
+/// A pipe of a session the host reads: stdout or stderr.
+pub(crate) type PipeOut = Box<dyn AsyncRead + Send + Unpin>;
+/// A pipe of a session the host writes: stdin.
+pub(crate) type PipeIn = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// A process started in a container, as the API server gave it: its pipes,
+/// each cut when the connection breaks ([`Cut`]), its terminal and its
+/// end. Both contract lines' sessions are made of one: 0.1.0's
+/// [`ExecSession`] of `wasi:io` streams, 0.2.0's of `stream<u8>`s
+/// (`v0_2::exec`).
+pub(crate) struct Attached {
+    pub(crate) stdin: Option<PipeIn>,
+    pub(crate) stdout: Option<PipeOut>,
+    pub(crate) stderr: Option<PipeOut>,
+    pub(crate) resize: Option<futures::channel::mpsc::Sender<TerminalSize>>,
+    pub(crate) exit: Exit,
+}
+
+/// How a session ends: its exit status, once the process has exited.
+/// Holds the connection (kube-rs's process) while it lives.
+pub(crate) struct Exit {
     /// `Some` once the session has ended.
     ended: watch::Receiver<Option<Outcome>>,
     /// Waits for the end and publishes it into `ended`.
     watcher: tokio::task::JoinHandle<()>,
     _process: kube::api::AttachedProcess,
-    /// Its place in the adapter's `limits.max_streams`, while it lives.
-    pub(crate) held: Option<crate::capability::held::Held>,
 }
 
-impl Drop for ExecSession {
+impl Drop for Exit {
     fn drop(&mut self) {
         self.watcher.abort();
     }
 }
 
+impl Exit {
+    /// Waits for the exit status.
+    pub(crate) async fn wait(&mut self) -> Result<i32, ApiError> {
+        self.waiter().await
+    }
+
+    /// The exit status, waited for apart from the session (0.2.0's exit
+    /// future); the session must be kept alive while it waits.
+    pub(crate) fn waiter(&self) -> impl Future<Output = Result<i32, ApiError>> + Send + 'static {
+        let mut ended = self.ended.clone();
+        async move {
+            let outcome = match ended.wait_for(Option::is_some).await {
+                Ok(ended) => ended.clone().flatten(),
+                Err(_) => None,
+            };
+            exit_code(outcome).map_err(ApiError::Transport)
+        }
+    }
+}
+
+/// Sends a terminal size to the session's terminal.
+pub(crate) async fn resize(
+    tx: &mut futures::channel::mpsc::Sender<TerminalSize>,
+    cols: u16,
+    rows: u16,
+) -> Result<(), ApiError> {
+    use futures::SinkExt;
+    tx.send(TerminalSize {
+        width: cols,
+        height: rows,
+    })
+    .await
+    .map_err(|e| ApiError::Transport(format!("resizing the terminal: {e}")))
+}
+
+/// An exec session over the API server's streaming protocol, as 0.1.0
+/// lends it: a resource of `wasi:io` streams.
+pub struct ExecSession {
+    pub(crate) stdin: Option<DynOutputStream>,
+    pub(crate) stdout: Option<DynInputStream>,
+    pub(crate) stderr: Option<DynInputStream>,
+    resize: Option<futures::channel::mpsc::Sender<TerminalSize>>,
+    exit: Exit,
+    /// Its place in the adapter's `limits.max_streams`, while it lives.
+    pub(crate) held: Option<crate::capability::held::Held>,
+}
+
 impl ExecSession {
     /// Resizes the session's terminal.
     pub(crate) async fn resize(&mut self, cols: u16, rows: u16) -> Result<(), ApiError> {
-        use futures::SinkExt;
         let Some(tx) = self.resize.as_mut() else {
             return Err(ApiError::InvalidRequest(
                 "the session has no terminal to resize".into(),
             ));
         };
-        tx.send(TerminalSize {
-            width: cols,
-            height: rows,
-        })
-        .await
-        .map_err(|e| ApiError::Transport(format!("resizing the terminal: {e}")))
+        resize(tx, cols, rows).await
     }
 
     /// Waits for the exit status.
     pub(crate) async fn wait(&mut self) -> Result<i32, ApiError> {
-        let outcome = match self.ended.wait_for(Option::is_some).await {
-            Ok(ended) => ended.clone().flatten(),
-            Err(_) => None,
-        };
-        exit_code(outcome).map_err(ApiError::Transport)
+        self.exit.wait().await
     }
 
     /// Ready once the process has exited.
@@ -116,148 +167,6 @@ impl ExecSession {
 impl wasmtime_wasi::p2::Pollable for ExecSession {
     async fn ready(&mut self) {
         self.exited().await;
-    }
-}
-
-/// An exec session's stdout, stderr or stdin that fails, rather than
-/// waiting forever, once the session has ended without an exit status (its
-/// connection broke) and nothing more can pass: kube-rs then leaves its
-/// pipes open. What arrived before is read first. A session that ended
-/// with a status is left to end its pipes itself.
-struct Cut<T> {
-    inner: T,
-    end: End,
-}
-
-/// Whether the session ended without an exit status, as it is learnt.
-enum End {
-    Waiting(Pin<Box<dyn Future<Output = bool> + Send>>),
-    Known { broken: bool },
-}
-
-impl<T> Cut<T> {
-    fn new(inner: T, ended: &watch::Receiver<Option<Outcome>>) -> Self {
-        let mut ended = ended.clone();
-        let broken = async move {
-            match ended.wait_for(Option::is_some).await {
-                Ok(outcome) => matches!(*outcome, Some(None)),
-                // The session is gone without a word.
-                Err(_) => true,
-            }
-        };
-        Cut {
-            inner,
-            end: End::Waiting(Box::pin(broken)),
-        }
-    }
-
-    /// Ready once the session is known to have ended without a status.
-    fn poll_broken(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if let End::Waiting(fut) = &mut self.end {
-            match fut.as_mut().poll(cx) {
-                Poll::Ready(broken) => self.end = End::Known { broken },
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-        match self.end {
-            End::Known { broken: true } => Poll::Ready(()),
-            _ => Poll::Pending,
-        }
-    }
-}
-
-fn broken_off() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::ConnectionAborted,
-        "the exec session's connection broke off before the command's exit status arrived",
-    )
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for Cut<T> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        if let Poll::Ready(r) = Pin::new(&mut this.inner).poll_read(cx, buf) {
-            return Poll::Ready(r);
-        }
-        if this.poll_broken(cx).is_pending() {
-            return Poll::Pending;
-        }
-        // Nothing more can arrive: what is left, then the error.
-        match Pin::new(&mut this.inner).poll_read(cx, buf) {
-            Poll::Ready(r) => Poll::Ready(r),
-            Poll::Pending => Poll::Ready(Err(broken_off())),
-        }
-    }
-}
-
-impl<T: AsyncWrite + Unpin> Cut<T> {
-    fn or_broken<R>(
-        &mut self,
-        cx: &mut Context<'_>,
-        op: impl FnOnce(Pin<&mut T>, &mut Context<'_>) -> Poll<std::io::Result<R>>,
-    ) -> Poll<std::io::Result<R>> {
-        if let Poll::Ready(r) = op(Pin::new(&mut self.inner), cx) {
-            return Poll::Ready(r);
-        }
-        match self.poll_broken(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(broken_off())),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for Cut<T> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        self.get_mut().or_broken(cx, |w, cx| w.poll_write(cx, buf))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.get_mut().or_broken(cx, |w, cx| w.poll_flush(cx))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.get_mut().or_broken(cx, |w, cx| w.poll_shutdown(cx))
-    }
-}
-
-/// Shuts the exec's stdin down when the guest drops it. kube-rs hands out
-/// one half of a split pipe, and the halves share it: dropping the writer
-/// leaves the pipe open, so the session never sends stdin's close and a
-/// command that reads to the end of its input (busybox's `tar -x` drains
-/// past the end-of-archive marker) waits for ever. A split pipe's shutdown
-/// is immediate, so one poll in `drop` is enough.
-struct CloseOnDrop<W: AsyncWrite + Unpin>(W);
-
-impl<W: AsyncWrite + Unpin> Drop for CloseOnDrop<W> {
-    fn drop(&mut self) {
-        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-        let _ = Pin::new(&mut self.0).poll_shutdown(&mut cx);
-    }
-}
-
-impl<W: AsyncWrite + Unpin> AsyncWrite for CloseOnDrop<W> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
     }
 }
 
@@ -328,12 +237,23 @@ impl KubeContext {
         Ok(())
     }
 
-    /// Opens a container's log as a stream.
+    /// Opens a container's log as a `wasi:io` stream (0.1.0).
     pub(crate) async fn logs(
         &self,
         adapter: &str,
         req: LogRequest,
     ) -> Result<DynInputStream, ApiError> {
+        let log = self.log_reader(adapter, req).await?;
+        Ok(Box::new(AsyncReadStream::new(log)))
+    }
+
+    /// Opens a container's log: its bytes, for either line. A body that
+    /// breaks off is an error of the reader (kube-rs), never an end.
+    pub(crate) async fn log_reader(
+        &self,
+        adapter: &str,
+        req: LogRequest,
+    ) -> Result<PipeOut, ApiError> {
         self.admit_pod_stream(adapter, "logs", None, &req.namespace, &req.pod, "log")
             .await?;
         let api: kube::Api<Pod> = kube::Api::namespaced(self.client.clone(), &req.namespace);
@@ -351,15 +271,38 @@ impl KubeContext {
             .log_stream(&req.pod, &params)
             .await
             .map_err(|e| api_error("opening the log", e))?;
-        Ok(Box::new(AsyncReadStream::new(stream.compat())))
+        Ok(Box::new(stream.compat()))
     }
 
-    /// Starts a process in a container.
+    /// Starts a process in a container, as 0.1.0 lends it.
     pub(crate) async fn exec(
         &self,
         adapter: &str,
         req: ExecRequest,
     ) -> Result<ExecSession, ApiError> {
+        let a = self.attach(adapter, req).await?;
+        Ok(ExecSession {
+            stdin: a
+                .stdin
+                .map(|w| Box::new(AsyncWriteStream::new(PIPE_BUFFER, w)) as DynOutputStream),
+            stdout: a
+                .stdout
+                .map(|r| Box::new(AsyncReadStream::new(r)) as DynInputStream),
+            stderr: a
+                .stderr
+                .map(|r| Box::new(AsyncReadStream::new(r)) as DynInputStream),
+            resize: a.resize,
+            exit: a.exit,
+            held: None,
+        })
+    }
+
+    /// Starts a process in a container: its parts, for either line.
+    pub(crate) async fn attach(
+        &self,
+        adapter: &str,
+        req: ExecRequest,
+    ) -> Result<Attached, ApiError> {
         // The API server checks both since 1.35; so do we.
         self.admit_pod_stream(
             adapter,
@@ -394,28 +337,26 @@ impl KubeContext {
             };
             ended_tx.send_replace(Some(outcome));
         });
-        let stdin = process.stdin().map(|w| {
-            Box::new(AsyncWriteStream::new(
-                PIPE_BUFFER,
-                Cut::new(CloseOnDrop(w), &ended),
-            )) as DynOutputStream
-        });
+        let stdin = process
+            .stdin()
+            .map(|w| Box::new(Cut::new(CloseOnDrop(w), &ended)) as PipeIn);
         let stdout = process
             .stdout()
-            .map(|r| Box::new(AsyncReadStream::new(Cut::new(r, &ended))) as DynInputStream);
+            .map(|r| Box::new(Cut::new(r, &ended)) as PipeOut);
         let stderr = process
             .stderr()
-            .map(|r| Box::new(AsyncReadStream::new(Cut::new(r, &ended))) as DynInputStream);
+            .map(|r| Box::new(Cut::new(r, &ended)) as PipeOut);
         let resize = process.terminal_size();
-        Ok(ExecSession {
+        Ok(Attached {
             stdin,
             stdout,
             stderr,
             resize,
-            ended,
-            watcher,
-            _process: process,
-            held: None,
+            exit: Exit {
+                ended,
+                watcher,
+                _process: process,
+            },
         })
     }
 }

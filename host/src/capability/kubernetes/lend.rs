@@ -26,7 +26,7 @@ use crate::capability::held::{Held, HeldStream, READ_AHEAD};
 /// by the grace, as Go's deferred cleanups run on a cancelled context.
 /// The epoch hook still stops the guest once the grace is over, so a
 /// guest that keeps asking gains nothing.
-async fn bounded<T>(
+pub(super) async fn bounded<T>(
     cancel: tokio_util::sync::CancellationToken,
     fut: impl std::future::Future<Output = Result<T, ApiError>>,
 ) -> Result<T, ApiError> {
@@ -43,14 +43,14 @@ async fn bounded<T>(
 
 /// A stream refused over one of the adapter's limits, before anything
 /// was sent.
-fn over_limit(why: String) -> ApiError {
+pub(super) fn over_limit(why: String) -> ApiError {
     ApiError::Denied(crate::bindings::v0_1::pando::runtime::kubernetes::Denial {
         message: why,
         missing_grant: "(none: a host limit, `limits.max_streams`, not a grant)".into(),
     })
 }
 
-fn no_cluster() -> ApiError {
+pub(super) fn no_cluster() -> ApiError {
     ApiError::Transport(
         "no cluster is configured for this adapter: the host was given no Kubernetes client \
          (pando-host --kubeconfig, or LoadOptions::kubernetes)"

@@ -14,11 +14,13 @@
 pub(crate) mod admission;
 mod audit;
 mod ceiling;
+mod cut;
 mod exec;
 mod lend;
 mod redact;
 pub mod requests;
 pub(crate) mod send;
+mod v0_2;
 mod watch;
 mod writes;
 
@@ -100,14 +102,6 @@ impl super::Capability for Kubernetes {
         })
     }
 
-    fn refusal_v0_2() -> Option<&'static str> {
-        Some(
-            "the Kubernetes API, which this host does not lend to pando:runtime@0.2.0 adapters \
-             yet (its async import over streams is being built); build the adapter against \
-             pando:runtime@0.1.0 for now",
-        )
-    }
-
     fn shared(setup: &super::Setup<'_>) -> Option<Arc<KubeContext>> {
         let grants = setup.grants.kubernetes.as_ref()?;
         let client = setup.kubernetes?.clone();
@@ -128,6 +122,12 @@ impl super::Capability for Kubernetes {
         use crate::bindings::v0_1::pando::runtime::kubernetes as wit;
 
         wit::add_to_linker::<T, super::Lend<Self>>(linker, super::view::<T, Self>)
+    }
+
+    fn add_to_linker_v0_2<T: super::StoreData>(
+        linker: &mut wasmtime::component::Linker<T>,
+    ) -> wasmtime::Result<()> {
+        v0_2::add_to_linker(linker)
     }
 }
 

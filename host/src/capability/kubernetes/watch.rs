@@ -74,6 +74,24 @@ impl WatchStream {
         self.settle(item)
     }
 
+    /// The next item, polled: what 0.2.0's `stream<watch-event>` reads.
+    pub(crate) fn poll_next(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<WatchEvent, WatchEnd>> {
+        if let Some(end) = &self.ended {
+            return std::task::Poll::Ready(Err(end.clone()));
+        }
+        let item = match self.peeked.take() {
+            Some(i) => i,
+            None => match self.rx.poll_recv(cx) {
+                std::task::Poll::Ready(i) => i.unwrap_or(Item::End(WatchEnd::Closed)),
+                std::task::Poll::Pending => return std::task::Poll::Pending,
+            },
+        };
+        std::task::Poll::Ready(self.settle(item))
+    }
+
     /// The next item if one is ready.
     pub(crate) fn try_next(&mut self) -> Result<Option<WatchEvent>, WatchEnd> {
         if let Some(end) = &self.ended {

@@ -1,0 +1,160 @@
+//! The Kubernetes import lent to a `pando:runtime@0.2.0` adapter, against
+//! the test cluster: the same grants, budgets and audit as 0.1.0's, its
+//! streams the component model's own. The 0.2.0 probe
+//! (`tests/components/v02-kube`) says in its answer what it read, so each
+//! test asserts what crossed the boundary, not only that a call returned.
+
+use k8s_openapi::api::core::v1::Pod;
+use pando_host::{Grants, Limits, LoadOptions};
+use pando_tests::cluster::{self, Identity};
+use pando_tests::components;
+use pando_tests::probe::{self, GRANTS, op};
+use pando_tests::real_node;
+
+async fn load() -> (pando_host::Adapter, pando_host::Host) {
+    load_with(LoadOptions::default()).await
+}
+
+async fn load_with(options: LoadOptions) -> (pando_host::Adapter, pando_host::Host) {
+    let grants = Grants::from_text("test grants", GRANTS).expect("test grants parse");
+    probe::load_as_pando_with(&components::v02_kube(), LoadOptions { grants, ..options }).await
+}
+
+#[tokio::test]
+async fn a_0_2_request_passes_the_grants_a_0_1_request_does_and_a_denial_names_the_grant() {
+    let (a, _h) = load().await;
+    assert_eq!(a.shape().version, "0.2.0");
+    let ns = probe::app_namespace("v02-send").await;
+    let pods = format!("/api/v1/namespaces/{}/pods", ns.name);
+    assert_eq!(
+        op(&a, &format!("raw:get:{pods}")).await.expect("granted"),
+        "200"
+    );
+    let err = op(&a, "raw:get:/api/v1/namespaces/kube-system/secrets")
+        .await
+        .expect_err("not granted");
+    assert_eq!(err.kind(), "denied", "{err}");
+    assert!(
+        err.to_string().contains("missing grant:") && err.to_string().contains("secrets"),
+        "the denial names the grant: {err}"
+    );
+    // Counted and audited as any request: the refusal is in the usage
+    // report the operator reads.
+    let report = a.grant_report().expect("a Kubernetes adapter has a report");
+    assert!(
+        report
+            .denials
+            .iter()
+            .any(|d| d.resource == "secrets" && d.namespace.as_deref() == Some("kube-system")),
+        "{report:?}"
+    );
+    // An async call: the deadline reaches the import's wait too.
+    a.health_check(&probe::ctx()).await.expect("readyz");
+    ns.delete().await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn a_0_2_log_arrives_as_a_byte_stream_and_its_end_as_a_future() {
+    let (a, _h) = load().await;
+    let ns = probe::app_namespace("v02-logs").await;
+    probe::running_pod(&ns.name, "web", "main").await;
+    let log = op(&a, &format!("logs:{}:web", ns.name))
+        .await
+        .expect("the log");
+    assert_eq!(log, cluster::expected_pod_log().expect("expected log"));
+    // The stream and its place in the budget are gone with the call.
+    let held = a.held_streams();
+    assert_eq!((held.streams, held.bytes), (0, 0), "{held:?}");
+    let err = op(&a, "logs:kube-system:etcd")
+        .await
+        .expect_err("not granted");
+    assert_eq!(err.kind(), "denied", "{err}");
+    ns.delete().await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn a_0_2_stream_over_the_adapters_stream_limit_is_refused_naming_the_limit() {
+    let (a, _h) = load_with(LoadOptions {
+        limits: Limits {
+            max_streams: 0,
+            ..Limits::default()
+        },
+        ..LoadOptions::default()
+    })
+    .await;
+    let ns = probe::app_namespace("v02-limit").await;
+    probe::running_pod(&ns.name, "web", "main").await;
+    let err = op(&a, &format!("logs:{}:web", ns.name))
+        .await
+        .expect_err("over the limit");
+    assert_eq!(err.kind(), "denied", "{err}");
+    assert!(err.to_string().contains("limits.max_streams"), "{err}");
+    assert_eq!(a.held_streams().refused_streams, 1);
+    ns.delete().await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn a_0_2_watch_streams_its_events_and_its_end() {
+    let (a, _h) = load().await;
+    let ns = probe::app_namespace("v02-watch").await;
+    probe::running_pod(&ns.name, "one", "main").await;
+    probe::running_pod(&ns.name, "two", "main").await;
+    // From version 0: the pods there now, as events; then the server
+    // closes the watch after a second, which is `closed`, not a failure.
+    let seen = op(&a, &format!("watch:{}:1:0", ns.name))
+        .await
+        .expect("watch");
+    assert_eq!(seen, "closed:2");
+    let err = op(&a, "watch:kube-system:1:0")
+        .await
+        .expect_err("not granted");
+    assert_eq!(err.kind(), "denied", "{err}");
+    ns.delete().await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn a_0_2_exec_session_takes_stdin_as_a_stream_and_its_exit_as_a_future() {
+    let (a, _h) = load().await;
+    let ns = probe::app_namespace("v02-exec").await;
+    probe::running_pod(&ns.name, "shell", "main").await;
+    let seen = op(&a, &format!("exec:{}:shell", ns.name))
+        .await
+        .expect("exec");
+    assert_eq!(seen, "exit=3 out=got through the host\n");
+    let held = a.held_streams();
+    assert_eq!((held.streams, held.bytes), (0, 0), "{held:?}");
+    ns.delete().await.expect("cleanup");
+}
+
+/// Issue 42's "an exec session is resized while it runs": on the real
+/// node (a kubelet, containerd and a terminal of its own), the program
+/// prints its terminal's size, the adapter resizes it through the resize
+/// stream, and the program prints the new size.
+#[tokio::test]
+async fn a_0_2_exec_terminal_is_resized_while_the_program_runs_on_the_real_node() {
+    let admin = cluster::client(Identity::Admin)
+        .await
+        .expect("admin client");
+    real_node::require(&admin).await;
+    let (a, _h) = load().await;
+    let ns = probe::app_namespace("v02-resize").await;
+    let name = cluster::unique_name("term");
+    let pod: Pod = real_node::shell_pod(&name, &[], "sleep 3600");
+    real_node::run(&admin, &ns.name, pod).await;
+    let seen = op(&a, &format!("resize:{}:{name}:123x45", ns.name))
+        .await
+        .expect("exec on a terminal");
+    let out = seen
+        .strip_prefix("exit=0 out=")
+        .unwrap_or_else(|| panic!("{seen}"));
+    // A terminal's output: `\r\n` line ends, and the input echoed.
+    let lines: Vec<&str> = out.lines().map(str::trim).collect();
+    assert_eq!(
+        lines,
+        ["before:", "go", "after: 45 123"],
+        "no size before the resize (a terminal given none is 0x0), the \
+         line that let the program go on, then the size the resize gave, \
+         rows first as `stty size` prints it"
+    );
+    ns.delete().await.expect("cleanup");
+}
