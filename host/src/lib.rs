@@ -30,6 +30,7 @@ pub mod grants;
 pub mod kubecache;
 pub mod limits;
 mod load;
+mod pipes;
 pub mod runtime;
 pub mod streams;
 pub mod types;

@@ -4,8 +4,10 @@
 //! (`crate::bindings`), so most methods call the same export on either
 //! (`either!`, and `either_async!` for a 0.2.0 `async func`, which runs
 //! inside the store's event loop: `run_v0_2`). The plan's workloads carry `security`, which a 0.1.0
-//! adapter cannot take ([`Adapter::for_v0_1`]), and the calls that carry a
-//! stream are served to 0.1.0 adapters only for now ([`Adapter::only_v0_1`]).
+//! adapter cannot take ([`Adapter::for_v0_1`]). On a 0.2.0 adapter the calls
+//! that return a byte stream are `streams_v0_2.rs`'s; the other calls that
+//! carry a stream are served to 0.1.0 adapters only for now
+//! ([`Adapter::only_v0_1`]).
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -68,8 +70,9 @@ impl Adapter {
             method,
             message: format!(
                 "this host does not serve `{method}` to pando:runtime@0.2.0 adapters yet: it \
-                 serves their calls that carry no stream (`stream<u8>`, an exec session, a \
-                 watch); load a 0.1.0 build of the adapter for `{method}`"
+                 serves their calls that carry no stream and those that return a byte stream \
+                 (`logs`, `run`, `snapshot-volume`), not a stream core writes, an exec session \
+                 or a watch; load a 0.1.0 build of the adapter for `{method}`"
             ),
         })
     }
@@ -222,7 +225,9 @@ impl Adapter {
     where
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        self.only_v0_1("snapshot-volume")?;
+        if self.inner.line == Line::V0_2 {
+            return self.snapshot_volume_on_v0_2(ctx, volume, into).await;
+        }
         let (stream, writer) = channel_output(into);
         let done = self
             .call(ctx, "snapshot-volume", After::Discard, async |g, s| {
@@ -248,7 +253,9 @@ impl Adapter {
     where
         R: AsyncRead + Send + Unpin + 'static,
     {
-        self.only_v0_1("restore-volume")?;
+        if self.inner.line == Line::V0_2 {
+            return self.restore_volume_on_v0_2(ctx, volume, from).await;
+        }
         let stream: DynInputStream = Box::new(AsyncReadStream::new(from));
         self.call(ctx, "restore-volume", After::Discard, async |g, s| {
             let inp = s.data_mut().env.table.push(stream)?;
@@ -270,7 +277,9 @@ impl Adapter {
     where
         R: AsyncRead + Send + Unpin + 'static,
     {
-        self.only_v0_1("import-image")?;
+        if self.inner.line == Line::V0_2 {
+            return self.import_image_on_v0_2(ctx, from).await;
+        }
         let stream: DynInputStream = Box::new(AsyncReadStream::new(from));
         self.call(ctx, "import-image", After::Discard, async |g, s| {
             let inp = s.data_mut().env.table.push(stream)?;
@@ -286,7 +295,9 @@ impl Adapter {
         workload: &WorkloadRef,
         options: &LogOptions,
     ) -> Result<ByteStream, CallError> {
-        self.only_v0_1("logs")?;
+        if self.inner.line == Line::V0_2 {
+            return self.logs_on_v0_2(ctx, workload, options).await;
+        }
         // Discarded after: a guest could return a pipe's reading end and keep
         // the writing end, writing into core's log from later calls.
         self.call(ctx, "logs", After::Discard, async |g, s| {
@@ -315,7 +326,9 @@ impl Adapter {
     where
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        self.only_v0_1("run")?;
+        if self.inner.line == Line::V0_2 {
+            return self.run_on_v0_2(ctx, workload, request, stdout).await;
+        }
         let (stream, writer) = channel_output(stdout);
         let ran = self
             .call(ctx, "run", After::Discard, async |g, s| {

@@ -9,12 +9,14 @@
 
 mod calls;
 mod classify;
+mod drive;
 pub(crate) mod invoke;
 pub(crate) mod metrics;
 #[doc(hidden)]
 pub use raw::RawInstance;
 mod raw;
 mod session;
+mod streams_v0_2;
 
 pub use session::ExecSession;
 

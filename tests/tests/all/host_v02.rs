@@ -5,8 +5,13 @@
 
 use std::time::{Duration, Instant};
 
-use pando_host::types::{EgressPolicy, LogOptions, NetworkRules, Security, TrialRequest};
-use pando_host::{CallContext, CallError, CancellationToken, Host, LoadError, LoadOptions, World};
+use pando_host::types::{
+    EgressPolicy, Error as AdapterError, LogOptions, NetworkRules, RunRequest, Security,
+    TrialRequest, VolumeHandle,
+};
+use pando_host::{
+    CallContext, CallError, CancellationToken, Host, Limits, LoadError, LoadOptions, World,
+};
 use pando_tests::components;
 use pando_tests::plans::{bundle, plan, workload, wref};
 
@@ -53,7 +58,10 @@ async fn a_0_1_and_a_0_2_adapter_load_in_one_host_and_both_answer() {
     assert_eq!(b.expect("0.2 upstream").host, "web.shop.v02");
     // A plain 0.2.0 call and an `async func` one, on the same instance.
     let caps = new.capabilities(&ctx).await.expect("capabilities");
-    assert!(caps.trial && !caps.logs, "{caps:?}");
+    assert!(
+        caps.trial && caps.logs && caps.run && caps.volume_snapshot && !caps.exec,
+        "{caps:?}"
+    );
     new.health_check(&ctx).await.expect("health-check");
     let seen = new.observe(&ctx, &bundle("shop")).await.expect("observe");
     assert!(seen.exists);
@@ -260,14 +268,12 @@ async fn a_0_2_adapter_refusing_its_configuration_fails_the_load_with_its_words(
 async fn a_stream_call_on_a_0_2_adapter_is_refused_by_the_host_before_any_instance_runs() {
     let cache = tempfile::tempdir().expect("tempdir");
     let adapter = load_v02(&host(&cache)).await;
+    // A watch is not served to 0.2.0 adapters yet.
+    let (events, _rx) = tokio::sync::mpsc::channel(1);
     let err = adapter
-        .logs(
-            &CallContext::default(),
-            &wref("shop", "web"),
-            &LogOptions::default(),
-        )
+        .watch_bundles(&CallContext::default(), events)
         .await
-        .expect_err("logs are not served to 0.2.0 adapters yet");
+        .expect_err("watches are not served to 0.2.0 adapters yet");
     match &err {
         CallError::Host { message, .. } => {
             assert!(message.contains("pando:runtime@0.2.0"), "{message}");
@@ -314,4 +320,195 @@ async fn a_0_1_adapter_relabelled_0_2_is_refused_naming_an_import_0_2_dropped() 
         }
         other => panic!("expected a dropped import refused, got {other:?}"),
     }
+}
+
+/// A log a 0.2.0 adapter's task writes after its call returned: the host
+/// runs the adapter's event loop until the stream is done.
+#[tokio::test]
+async fn a_0_2_log_written_after_its_call_returned_reaches_core_whole() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let adapter = load_v02(&host(&cache)).await;
+    let mut log = adapter
+        .logs(
+            &CallContext::default(),
+            &wref("shop", "lines-2000"),
+            &LogOptions::default(),
+        )
+        .await
+        .expect("logs");
+    let text = log.read_to_end(1 << 20).await.expect("a whole log");
+    let expected: String = (1..=2000).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(String::from_utf8(text).expect("utf-8"), expected);
+}
+
+/// `done` tells a whole stream from a cut one: the bytes that came, then
+/// an error naming why, never an end that looks whole.
+#[tokio::test]
+async fn a_0_2_stream_that_breaks_ends_in_its_error_not_an_end() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let adapter = load_v02(&host(&cache)).await;
+    let mut log = adapter
+        .logs(
+            &CallContext::default(),
+            &wref("shop", "broken"),
+            &LogOptions::default(),
+        )
+        .await
+        .expect("logs");
+    let first = log
+        .next_chunk()
+        .await
+        .expect("a chunk")
+        .expect("bytes before the break");
+    assert_eq!(&first[..], b"partial");
+    let err = log
+        .next_chunk()
+        .await
+        .expect("not an end")
+        .expect_err("the break");
+    assert!(err.to_string().contains("the log broke off"), "{err}");
+}
+
+/// `run`'s failure arrives through `done`: the adapter's own typed error,
+/// after the output that came before it.
+#[tokio::test]
+async fn a_0_2_run_reports_the_commands_failure_after_its_output() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let adapter = load_v02(&host(&cache)).await;
+    let (out, mut read) = tokio::io::duplex(1 << 16);
+    let request = RunRequest {
+        command: vec!["false".into()],
+        env: Vec::new(),
+    };
+    let err = adapter
+        .run(
+            &CallContext::default(),
+            &wref("shop", "exit-3"),
+            &request,
+            out,
+        )
+        .await
+        .expect_err("a failed command");
+    match err {
+        CallError::Adapter(AdapterError::CommandFailed(f)) => {
+            assert_eq!((f.exit_code, f.stderr.as_str()), (3, "err"));
+        }
+        other => panic!("expected command-failed, got {other:?}"),
+    }
+    let mut got = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut read, &mut got)
+        .await
+        .expect("the output");
+    assert_eq!(got, b"out");
+}
+
+/// Megabytes through a snapshot: every byte in order into core's writer,
+/// the count returned.
+#[tokio::test]
+async fn a_0_2_snapshot_copies_every_byte_into_cores_writer() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let adapter = load_v02(&host(&cache)).await;
+    const SIZE: usize = 3_000_000;
+    let volume = VolumeHandle {
+        bundle: "shop".into(),
+        name: format!("bytes-{SIZE}"),
+        location: String::new(),
+    };
+    let (into, mut read) = tokio::io::duplex(1 << 16);
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut read, &mut got)
+            .await
+            .map(|_| got)
+    });
+    let n = adapter
+        .snapshot_volume(&CallContext::default(), &volume, into)
+        .await
+        .expect("snapshot");
+    assert_eq!(n, SIZE as u64);
+    let got = reader.await.expect("reader").expect("read");
+    let expected: Vec<u8> = b"0123456789"
+        .iter()
+        .copied()
+        .cycle()
+        .take(64 << 10)
+        .collect();
+    assert_eq!(got.len(), SIZE);
+    assert!(
+        got.chunks(64 << 10).all(|c| c == &expected[..c.len()]),
+        "every chunk as written"
+    );
+}
+
+/// Core dropping an endless stream ends it: the adapter's writes fail, its
+/// task ends, and its instance is gone: with one long-running instance
+/// allowed, the next stream gets one.
+#[tokio::test]
+async fn dropping_an_endless_0_2_stream_ends_the_adapters_task_and_frees_its_instance() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = host(&cache);
+    let adapter = host
+        .load_file(
+            &components::v02_adapter(),
+            LoadOptions {
+                limits: Limits {
+                    max_long_running: 1,
+                    ..Limits::default()
+                },
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("loads");
+    for round in 0..3 {
+        // Within 5 s: an instance still held by the stream before would
+        // leave this one waiting for its slot until the deadline.
+        let ctx = CallContext::default().with_timeout(Duration::from_secs(5));
+        let mut log = adapter
+            .logs(&ctx, &wref("shop", "endless"), &LogOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let tick = log.next_chunk().await.expect("a chunk").expect("bytes");
+        assert!(tick.starts_with(b"tick"), "{tick:?}");
+        drop(log);
+    }
+}
+
+/// Core's reader as the `stream<u8>` a 0.2.0 adapter reads: every byte, in
+/// order, to its end.
+#[tokio::test]
+async fn a_0_2_adapter_reads_cores_bytes_whole_for_an_import_and_a_restore() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let adapter = load_v02(&host(&cache)).await;
+    let data: Vec<u8> = (0..2_500_000u32).map(|i| (i % 251) as u8).collect();
+    let sum = data.iter().fold(0u32, |s, b| s.wrapping_add(u32::from(*b)));
+    let answer = adapter
+        .import_image(&CallContext::default(), std::io::Cursor::new(data.clone()))
+        .await
+        .expect("import");
+    assert_eq!(answer, format!("{}:{sum}", data.len()));
+
+    let volume = |n: usize| VolumeHandle {
+        bundle: "shop".into(),
+        name: n.to_string(),
+        location: String::new(),
+    };
+    adapter
+        .restore_volume(
+            &CallContext::default(),
+            &volume(data.len()),
+            std::io::Cursor::new(data.clone()),
+        )
+        .await
+        .expect("restore");
+    // The adapter tells a short stream from the whole one.
+    let err = adapter
+        .restore_volume(
+            &CallContext::default(),
+            &volume(data.len() + 1),
+            std::io::Cursor::new(data),
+        )
+        .await
+        .expect_err("one byte short");
+    assert!(err.to_string().contains("read 2500000 bytes"), "{err}");
 }

@@ -12,6 +12,20 @@
 //! - `observe`: the app exists with one running workload named after it;
 //!   `missing-…` does not exist.
 //! - `trial`: echoes the workload's `security` in its `output-tail`.
+//! - `logs`, `run`, `snapshot-volume`: a `byte-stream` whose bytes a task of
+//!   the adapter writes after the call returned, then resolves `done`; what
+//!   it writes is named by the workload (the volume for a snapshot):
+//!   - `lines-<n>`: `line <i>` for i in 1..=n, each on its own line; whole;
+//!   - `broken`: `partial`, then `done` fails `unavailable`;
+//!   - `exit-<n>`: `out`, then `done` fails `command-failed` with exit code
+//!     n and stderr `err`;
+//!   - `endless`: `tick` lines every 10 ms until core drops the stream,
+//!     then `done` reports `cancelled`;
+//!   - `bytes-<n>`: n bytes of `0123456789` repeated, in 64 KiB writes.
+//! - `restore-volume`: reads `from` to its end; `ok` if it read as many
+//!   bytes as the volume's name says, else `invalid` naming both counts.
+//! - `import-image`: reads `from` to its end; answers `<bytes>:<sum>`, the
+//!   byte count and the bytes' sum modulo 2^32.
 //! - everything else: `unsupported`, naming the call.
 
 wit_bindgen::generate!({
@@ -40,6 +54,87 @@ fn security(s: &Security) -> String {
     )
 }
 
+/// A byte stream a spawned task writes after the call returns, as the
+/// crate docs list by `what`.
+fn written(what: String) -> ByteStream {
+    let (mut bytes, reader) = wit_stream::new::<u8>();
+    let (done, done_reader) = wit_future::new::<Result<(), Error>>(|| {
+        Err(Error::Internal("the test adapter dropped `done`".into()))
+    });
+    wit_bindgen::spawn_local(async move {
+        let outcome = if let Some(n) = what.strip_prefix("lines-") {
+            let n: u32 = n.parse().unwrap_or(0);
+            let mut ok = Ok(());
+            for i in 1..=n {
+                if !bytes
+                    .write_all(format!("line {i}\n").into_bytes())
+                    .await
+                    .is_empty()
+                {
+                    ok = Err(Error::Cancelled("core dropped the stream".into()));
+                    break;
+                }
+            }
+            ok
+        } else if let Some(n) = what.strip_prefix("bytes-") {
+            let mut left: usize = n.parse().unwrap_or(0);
+            let chunk: Vec<u8> = b"0123456789"
+                .iter()
+                .copied()
+                .cycle()
+                .take(64 << 10)
+                .collect();
+            let mut ok = Ok(());
+            while left > 0 {
+                let n = left.min(chunk.len());
+                if !bytes.write_all(chunk[..n].to_vec()).await.is_empty() {
+                    ok = Err(Error::Cancelled("core dropped the stream".into()));
+                    break;
+                }
+                left -= n;
+            }
+            ok
+        } else if what == "broken" {
+            bytes.write_all(b"partial".to_vec()).await;
+            Err(Error::Unavailable("the log broke off".into()))
+        } else if let Some(code) = what.strip_prefix("exit-") {
+            bytes.write_all(b"out".to_vec()).await;
+            Err(Error::CommandFailed(CommandFailure {
+                exit_code: code.parse().unwrap_or(1),
+                stderr: "err".into(),
+            }))
+        } else if what == "endless" {
+            loop {
+                if !bytes.write_all(b"tick\n".to_vec()).await.is_empty() {
+                    break Err(Error::Cancelled("core dropped the stream".into()));
+                }
+                monotonic_clock::wait_for(10_000_000).await;
+            }
+        } else {
+            Err(Error::Invalid(format!("no such stream `{what}`")))
+        };
+        drop(bytes);
+        done.write(outcome).await.ok();
+    });
+    ByteStream {
+        bytes: reader,
+        done: done_reader,
+    }
+}
+
+/// Reads a stream to its end: how many bytes, and their sum modulo 2^32.
+async fn drain(mut from: wit_bindgen::StreamReader<u8>) -> (u64, u32) {
+    let (mut n, mut sum) = (0u64, 0u32);
+    loop {
+        let (result, chunk) = from.read(Vec::with_capacity(64 << 10)).await;
+        n += chunk.len() as u64;
+        sum = chunk.iter().fold(sum, |s, b| s.wrapping_add(u32::from(*b)));
+        if !matches!(result, wit_bindgen::StreamResult::Complete(_)) {
+            return (n, sum);
+        }
+    }
+}
+
 impl Guest for V02 {
     fn info() -> KindInfo {
         KindInfo {
@@ -63,13 +158,13 @@ impl Guest for V02 {
         Ok(RuntimeCapabilities {
             isolation: IsolationClass::SharedKernel,
             exec: false,
-            run: false,
-            logs: false,
+            run: true,
+            logs: true,
             trial: true,
             write_observation: false,
             egress_restriction: false,
             image_import: false,
-            volume_snapshot: false,
+            volume_snapshot: true,
             edge: false,
         })
     }
@@ -164,27 +259,36 @@ impl Guest for V02 {
         unsupported("destroy-volume")
     }
 
-    async fn snapshot_volume(_volume: VolumeHandle) -> Result<ByteStream, Error> {
-        unsupported("snapshot-volume")
+    async fn snapshot_volume(volume: VolumeHandle) -> Result<ByteStream, Error> {
+        Ok(written(volume.name))
     }
 
     async fn restore_volume(
-        _volume: VolumeHandle,
-        _from: wit_bindgen::StreamReader<u8>,
+        volume: VolumeHandle,
+        from: wit_bindgen::StreamReader<u8>,
     ) -> Result<(), Error> {
-        unsupported("restore-volume")
+        let (n, _) = drain(from).await;
+        if volume.name.parse() == Ok(n) {
+            Ok(())
+        } else {
+            Err(Error::Invalid(format!(
+                "read {n} bytes, expected {}",
+                volume.name
+            )))
+        }
     }
 
     async fn has_image(_image: String) -> Result<bool, Error> {
         unsupported("has-image")
     }
 
-    async fn import_image(_from: wit_bindgen::StreamReader<u8>) -> Result<String, Error> {
-        unsupported("import-image")
+    async fn import_image(from: wit_bindgen::StreamReader<u8>) -> Result<String, Error> {
+        let (n, sum) = drain(from).await;
+        Ok(format!("{n}:{sum}"))
     }
 
-    async fn logs(_workload: WorkloadRef, _options: LogOptions) -> Result<ByteStream, Error> {
-        unsupported("logs")
+    async fn logs(workload: WorkloadRef, _options: LogOptions) -> Result<ByteStream, Error> {
+        Ok(written(workload.workload))
     }
 
     async fn exec(
@@ -196,8 +300,8 @@ impl Guest for V02 {
         unsupported("exec")
     }
 
-    async fn run(_workload: WorkloadRef, _request: RunRequest) -> Result<ByteStream, Error> {
-        unsupported("run")
+    async fn run(workload: WorkloadRef, _request: RunRequest) -> Result<ByteStream, Error> {
+        Ok(written(workload.workload))
     }
 
     async fn trial(request: TrialRequest) -> Result<TrialResult, Error> {

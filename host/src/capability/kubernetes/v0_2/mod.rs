@@ -27,7 +27,8 @@ use crate::bindings::v0_2::pando::runtime::kubernetes as v2;
 use crate::capability::env::Identity;
 use crate::capability::held::Held;
 use crate::capability::{Lend, StoreData, View};
-use pipes::{CHUNK, Keep, ReadPipe, ResizePipe, WatchPipe, WritePipe};
+use crate::pipes::{CHUNK, ReadPipe, WritePipe};
+use pipes::{Keep, ResizePipe, WatchPipe};
 
 /// What an import takes from the store before it waits.
 struct Taken {
@@ -121,11 +122,7 @@ impl<T: Send> v2::HostWithStore<T> for Lend<Kubernetes> {
         let open = t.kube.log_reader(&t.adapter.name, request.into());
         let reader = taken!(bounded(t.cancel.clone(), open).await);
         let (done_tx, done_rx) = oneshot::channel();
-        let pipe = ReadPipe {
-            reader,
-            done: Some(done_tx),
-            _keep: Keep::new(t.held, None),
-        };
+        let pipe = ReadPipe::new(reader, Some(done_tx), Keep::new(t.held, None));
         accessor.with(|mut access| {
             let bytes = StreamReader::new(&mut access, pipe)?;
             let done = FutureReader::new(&mut access, async move {
@@ -170,14 +167,7 @@ impl<T: Send> v2::HostWithStore<T> for Lend<Kubernetes> {
         let resize = resize.map(StreamReader::from);
         accessor.with(|mut access| {
             if let (Some(from), Some(writer)) = (stdin, session.stdin) {
-                from.pipe(
-                    &mut access,
-                    WritePipe {
-                        writer,
-                        flushing: false,
-                        _keep: keep.clone(),
-                    },
-                )?;
+                from.pipe(&mut access, WritePipe::new(writer, keep.clone()))?;
             }
             if let (Some(from), Some(tx)) = (resize, session.resize) {
                 from.pipe(
@@ -191,22 +181,11 @@ impl<T: Send> v2::HostWithStore<T> for Lend<Kubernetes> {
             let reader = session
                 .stdout
                 .unwrap_or_else(|| Box::new(tokio::io::empty()));
-            let stdout = StreamReader::new(
-                &mut access,
-                ReadPipe {
-                    reader,
-                    done: None,
-                    _keep: keep.clone(),
-                },
-            )?;
+            let stdout = StreamReader::new(&mut access, ReadPipe::new(reader, None, keep.clone()))?;
             let stderr = match session.stderr {
                 Some(reader) => Some(StreamReader::new(
                     &mut access,
-                    ReadPipe {
-                        reader,
-                        done: None,
-                        _keep: keep.clone(),
-                    },
+                    ReadPipe::new(reader, None, keep.clone()),
                 )?),
                 None => None,
             };

@@ -1,0 +1,207 @@
+//! The calls that carry a byte stream, on a 0.2.0 adapter.
+//!
+//! `logs`, `snapshot-volume` and `run` return one: each runs on an instance
+//! of its own, which then runs the adapter's tasks until the stream is done
+//! (`drive.rs`). `logs` hands core the stream; `snapshot-volume` and `run`
+//! copy it into core's writer within the call's deadline, and their outcome
+//! is the stream's verdict: a command's `command-failed` arrives through
+//! `done`.
+//!
+//! `restore-volume` and `import-image` take one: core's reader becomes a
+//! `stream<u8>` the adapter reads within its call (`crate::pipes::ReadPipe`,
+//! straight into the adapter's buffer), and the instance is discarded after,
+//! as 0.1.0's are.
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use wasmtime::component::StreamReader;
+use wasmtime_wasi::p2::pipe::AsyncReadStream;
+
+use super::Adapter;
+use super::drive::{Driven, WholeReader, drive};
+use super::invoke::After;
+use crate::call::CallContext;
+use crate::error::CallError;
+use crate::pipes::ReadPipe;
+use crate::runtime::instance::{Guest, run_v0_2};
+use crate::streams::ByteStream;
+use crate::types::*;
+
+/// A 0.2.0 instance's interface, for the calls made here only on a 0.2.0
+/// adapter: an adapter's instances are all of its one line.
+fn v0_2_only(
+    g: Guest<'_>,
+) -> wasmtime::Result<&crate::bindings::v0_2::exports::pando::runtime::adapter::Guest> {
+    match g {
+        Guest::V0_2(g) => Ok(g),
+        Guest::V0_1(_) => Err(wasmtime::Error::msg(
+            "a 0.2.0 stream call made on a 0.1.0 instance",
+        )),
+    }
+}
+
+/// Calls `$method` on a 0.2.0 instance of its own and drives the byte
+/// stream it returns.
+macro_rules! driven {
+    ($self:expr, $ctx:expr, $name:literal, $method:ident($($arg:expr),*)) => {{
+        let (stream, lease) = $self
+            .call_dedicated($ctx, $name, async |g, s| {
+                let g = v0_2_only(g)?;
+                run_v0_2(s, async |a| g.$method(a, $($arg),*).await).await
+            })
+            .await?;
+        drive(&$self.inner.identity.name, $name, lease, stream)?
+    }};
+}
+
+impl Adapter {
+    /// [`Adapter::logs`] on a 0.2.0 adapter: the stream core reads ends in
+    /// an error unless the adapter's `done` says it was whole.
+    pub(super) async fn logs_on_v0_2(
+        &self,
+        ctx: &CallContext,
+        workload: &WorkloadRef,
+        options: &LogOptions,
+    ) -> Result<ByteStream, CallError> {
+        let (workload, options) = (workload.clone(), *options);
+        let driven = driven!(self, ctx, "logs", call_logs(workload, options));
+        Ok(ByteStream::new(Box::new(AsyncReadStream::new(
+            WholeReader::new(driven),
+        ))))
+    }
+
+    /// [`Adapter::snapshot_volume`] on a 0.2.0 adapter.
+    pub(super) async fn snapshot_volume_on_v0_2<W>(
+        &self,
+        ctx: &CallContext,
+        volume: &VolumeHandle,
+        into: W,
+    ) -> Result<u64, CallError>
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let volume = volume.clone();
+        let driven = driven!(self, ctx, "snapshot-volume", call_snapshot_volume(volume));
+        self.copy_out(ctx, "snapshot-volume", driven, into).await
+    }
+
+    /// [`Adapter::run`] on a 0.2.0 adapter.
+    pub(super) async fn run_on_v0_2<W>(
+        &self,
+        ctx: &CallContext,
+        workload: &WorkloadRef,
+        request: &RunRequest,
+        stdout: W,
+    ) -> Result<u64, CallError>
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (workload, request) = (workload.clone(), request.clone());
+        let driven = driven!(self, ctx, "run", call_run(workload, request));
+        self.copy_out(ctx, "run", driven, stdout).await
+    }
+
+    /// [`Adapter::restore_volume`] on a 0.2.0 adapter.
+    pub(super) async fn restore_volume_on_v0_2<R>(
+        &self,
+        ctx: &CallContext,
+        volume: &VolumeHandle,
+        from: R,
+    ) -> Result<(), CallError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+    {
+        let volume = volume.clone();
+        self.call(ctx, "restore-volume", After::Discard, async |g, s| {
+            let g = v0_2_only(g)?;
+            run_v0_2(s, async |a| {
+                let from =
+                    a.with(|mut a| StreamReader::new(&mut a, ReadPipe::new(from, None, ())))?;
+                g.call_restore_volume(a, volume, from).await
+            })
+            .await
+        })
+        .await
+    }
+
+    /// [`Adapter::import_image`] on a 0.2.0 adapter.
+    pub(super) async fn import_image_on_v0_2<R>(
+        &self,
+        ctx: &CallContext,
+        from: R,
+    ) -> Result<String, CallError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+    {
+        self.call(ctx, "import-image", After::Discard, async |g, s| {
+            let g = v0_2_only(g)?;
+            run_v0_2(s, async |a| {
+                let from =
+                    a.with(|mut a| StreamReader::new(&mut a, ReadPipe::new(from, None, ())))?;
+                g.call_import_image(a, from).await
+            })
+            .await
+        })
+        .await
+    }
+
+    /// Copies a driven stream into `into` to its end, then takes its
+    /// verdict, all within the call's deadline and cancellation: the bytes
+    /// written, or why the stream was not whole. `into` is shut down at
+    /// the end, as 0.1.0's calls do.
+    async fn copy_out<W>(
+        &self,
+        ctx: &CallContext,
+        method: &'static str,
+        mut driven: Driven,
+        mut into: W,
+    ) -> Result<u64, CallError>
+    where
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let adapter = &self.inner.identity.name;
+        let default = self.inner.limits.default_timeout;
+        let timeout = ctx.timeout(default);
+        let deadline = ctx.deadline(default);
+        let work = async {
+            let copied = tokio::io::copy(&mut driven.bytes, &mut into).await;
+            let shut = into.shutdown().await;
+            let verdict = (&mut driven.verdict).await.unwrap_or_else(|_| {
+                Err(CallError::Host {
+                    adapter: adapter.clone(),
+                    method,
+                    message: "the task driving the adapter's stream ended without a verdict".into(),
+                })
+            });
+            verdict?;
+            let n = copied.map_err(|e| CallError::Host {
+                adapter: adapter.clone(),
+                method,
+                message: format!("writing the adapter's output failed: {e}"),
+            })?;
+            shut.map_err(|e| CallError::Host {
+                adapter: adapter.clone(),
+                method,
+                message: format!("closing the output failed: {e}"),
+            })?;
+            Ok(n)
+        };
+        let past_deadline = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = work => r,
+            () = ctx.cancel_token().cancelled() => Err(CallError::Cancelled {
+                adapter: adapter.clone(),
+                method,
+            }),
+            () = past_deadline => Err(CallError::DeadlineExceeded {
+                adapter: adapter.clone(),
+                method,
+                timeout: timeout.unwrap_or_default(),
+            }),
+        }
+    }
+}
