@@ -67,7 +67,7 @@ fn inspect_json_names_the_kind_and_world() {
 }
 
 #[test]
-fn a_0_2_adapter_is_inspected_and_called_as_a_0_1_one_is() {
+fn a_0_2_adapter_is_inspected_and_called_as_a_0_1_one_is_its_streams_included() {
     let cli = Cli::new();
     let v02 = repo_root().join("target/wasm32-wasip2/release/pando_v02_adapter.wasm");
     assert!(
@@ -86,6 +86,15 @@ fn a_0_2_adapter_is_inspected_and_called_as_a_0_1_one_is() {
     let o = cli.run(&["--adapter", v02, "upstream", "shop", "web", "8080"]);
     assert_exit(&o, 0);
     assert_eq!(stdout(&o), "web.shop.v02:8080\n");
+
+    // A stream the adapter writes after its call returned.
+    let o = cli.run(&["--adapter", v02, "logs", "shop", "lines-3"]);
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "line 1\nline 2\nline 3\n");
+    // A command's failure through the stream's `done`: its exit code.
+    let o = cli.run(&["--adapter", v02, "run", "shop", "exit-4", "--", "false"]);
+    assert_eq!(stdout(&o), "out");
+    assert_exit(&o, 4);
 }
 
 #[test]

@@ -4,10 +4,9 @@
 //! (`crate::bindings`), so most methods call the same export on either
 //! (`either!`, and `either_async!` for a 0.2.0 `async func`, which runs
 //! inside the store's event loop: `run_v0_2`). The plan's workloads carry `security`, which a 0.1.0
-//! adapter cannot take ([`Adapter::for_v0_1`]). On a 0.2.0 adapter the calls
-//! that return a byte stream are `streams_v0_2.rs`'s; the other calls that
-//! carry a stream are served to 0.1.0 adapters only for now
-//! ([`Adapter::only_v0_1`]).
+//! adapter cannot take ([`Adapter::for_v0_1`]). The calls that carry a
+//! stream differ by line: on a 0.2.0 adapter they are `streams_v0_2.rs`'s
+//! and `exec_v0_2.rs`'s.
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -24,10 +23,10 @@ use crate::runtime::instance::{Guest, either, either_async, run_v0_2};
 use crate::streams::{ByteStream, channel_output};
 use crate::types::*;
 
-/// A 0.1.0 instance's interface, for the calls the host serves 0.1.0
-/// adapters only (their streams are `wasi:io` resources).
-/// [`Adapter::only_v0_1`] refuses such a call on a 0.2.0 adapter before an
-/// instance is leased, so the error here is never an adapter's.
+/// A 0.1.0 instance's interface, for the calls whose streams differ by line
+/// (0.1.0's are `wasi:io` resources): each such call takes a 0.2.0 adapter
+/// elsewhere (`streams_v0_2.rs`, `exec_v0_2.rs`) before an instance is
+/// leased, so the error here is never an adapter's.
 fn v0_1_only(g: Guest<'_>) -> wasmtime::Result<&v0_1::exports::pando::runtime::adapter::Guest> {
     match g {
         Guest::V0_1(g) => Ok(g),
@@ -58,23 +57,6 @@ impl Adapter {
         convert(value)
             .map(Some)
             .map_err(|why| CallError::Adapter(Error::Unsupported(why)))
-    }
-
-    /// Refuses a call the host serves 0.1.0 adapters only, on a 0.2.0 one.
-    fn only_v0_1(&self, method: &'static str) -> Result<(), CallError> {
-        if self.inner.line == Line::V0_1 {
-            return Ok(());
-        }
-        Err(CallError::Host {
-            adapter: self.inner.identity.name.clone(),
-            method,
-            message: format!(
-                "this host does not serve `{method}` to pando:runtime@0.2.0 adapters yet: it \
-                 serves their calls that carry no stream and those that return a byte stream \
-                 (`logs`, `run`, `snapshot-volume`), not a stream core writes, an exec session \
-                 or a watch; load a 0.1.0 build of the adapter for `{method}`"
-            ),
-        })
     }
 
     /// What this adapter can do (R-254).
@@ -429,7 +411,9 @@ impl Adapter {
         ctx: &CallContext,
         events: mpsc::Sender<BundleEvent>,
     ) -> Result<WatchEnd, CallError> {
-        self.only_v0_1("watch-bundles")?;
+        if self.inner.line == Line::V0_2 {
+            return self.watch_bundles_on_v0_2(ctx, events).await;
+        }
         let sink = BundleSink {
             tx: events,
             cancel: ctx.cancel_token().clone(),
@@ -451,7 +435,9 @@ impl Adapter {
         workload: &WorkloadRef,
         request: &ExecRequest,
     ) -> Result<ExecSession, CallError> {
-        self.only_v0_1("exec")?;
+        if self.inner.line == Line::V0_2 {
+            return self.exec_on_v0_2(ctx, workload, request).await;
+        }
         let (session, lease) = self
             .call_dedicated(ctx, "exec", async |g, s| {
                 v0_1_only(g)?.call_exec(s, workload, request).await
@@ -459,8 +445,7 @@ impl Adapter {
             .await?;
         Ok(ExecSession {
             adapter: self.clone(),
-            lease,
-            session,
+            on: super::session::On::V0_1 { lease, session },
         })
     }
 }

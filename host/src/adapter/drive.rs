@@ -19,9 +19,12 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, DuplexStream, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::PollSender;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use wasmtime::StoreContextMut;
-use wasmtime::component::{FutureConsumer, Source};
+use wasmtime::component::{
+    FutureConsumer, FutureReader, Lift, Source, StreamConsumer, StreamReader, StreamResult,
+};
 
 use super::classify::classify;
 use crate::bindings::v0_2_types::ByteStream as GuestBytes;
@@ -43,25 +46,27 @@ pub(super) struct Driven {
     pub(super) _cancel: DropGuard,
 }
 
-/// Held by each part of the stream the guest can still act on; the driver
+/// Held by each part of the streams the guest can still act on; the driver
 /// stops once none is left.
 #[derive(Clone)]
 struct Alive(#[allow(dead_code)] mpsc::Sender<()>);
 
-/// The `done` future's value, to the driver.
-struct DoneSlot {
-    tx: Option<oneshot::Sender<Result<(), Error>>>,
+/// A future's value, to whoever waits for it; `arrived` is fired as it
+/// comes (an exec's resize stream ends with its exit).
+struct ValueSlot<T> {
+    tx: Option<oneshot::Sender<T>>,
+    arrived: Option<CancellationToken>,
     _alive: Alive,
 }
 
-impl<D> FutureConsumer<D> for DoneSlot {
-    type Item = Result<(), Error>;
+impl<D, T: Lift + Send + Sync + 'static> FutureConsumer<D> for ValueSlot<T> {
+    type Item = T;
 
     fn poll_consume(
         self: Pin<&mut Self>,
         _cx: &mut Context<'_>,
         store: StoreContextMut<D>,
-        mut source: Source<'_, Result<(), Error>>,
+        mut source: Source<'_, T>,
         _finish: bool,
     ) -> Poll<wasmtime::Result<()>> {
         let this = self.get_mut();
@@ -70,7 +75,200 @@ impl<D> FutureConsumer<D> for DoneSlot {
         if let (Some(v), Some(tx)) = (value, this.tx.take()) {
             let _ = tx.send(v);
         }
+        if let Some(arrived) = this.arrived.take() {
+            arrived.cancel();
+        }
         Poll::Ready(Ok(()))
+    }
+}
+
+/// Items the guest writes into a stream, sent on to core's channel one by
+/// one: a reader that does not read slows the writer, memory stays bounded.
+struct ChannelPipe<T: Send + 'static> {
+    tx: PollSender<T>,
+    _alive: Alive,
+}
+
+impl<D, T: Lift + Send + 'static> StreamConsumer<D> for ChannelPipe<T> {
+    type Item = T;
+
+    fn poll_consume(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut store: StoreContextMut<D>,
+        mut source: Source<'_, T>,
+        finish: bool,
+    ) -> Poll<wasmtime::Result<StreamResult>> {
+        let this = self.get_mut();
+        if source.remaining(&mut store) == 0 {
+            return Poll::Ready(Ok(StreamResult::Completed));
+        }
+        match this.tx.poll_reserve(cx) {
+            Poll::Ready(Ok(())) => {}
+            // Core stopped receiving: the guest's writes end.
+            Poll::Ready(Err(_)) => return Poll::Ready(Ok(StreamResult::Dropped)),
+            Poll::Pending if finish => return Poll::Ready(Ok(StreamResult::Cancelled)),
+            Poll::Pending => return Poll::Pending,
+        }
+        let mut item = None;
+        source.read(&mut store, &mut item)?;
+        Poll::Ready(Ok(match item.map(|i| this.tx.send_item(i)) {
+            Some(Err(_)) => StreamResult::Dropped,
+            _ => StreamResult::Completed,
+        }))
+    }
+}
+
+/// An instance whose call returned streams or futures, being set up to run
+/// its tasks until they are done.
+pub(super) struct Driver {
+    adapter: String,
+    method: &'static str,
+    lease: Lease<'static>,
+    alive: Alive,
+    none_alive: mpsc::Receiver<()>,
+    cancel: CancellationToken,
+}
+
+impl Driver {
+    /// Takes `lease`'s instance, whose call `method` has returned. The
+    /// phase that follows is a call of its own to the imports and the
+    /// epoch hook: no deadline (a followed log lasts), cancelled when core
+    /// drops what it holds.
+    pub(super) fn new(adapter: &str, method: &'static str, mut lease: Lease<'static>) -> Self {
+        lease.discard_after();
+        let cancel = CancellationToken::new();
+        let store = &mut lease.instance().store;
+        store.data_mut().env.call.begin(None, &cancel);
+        store.set_epoch_deadline(1);
+        let (alive, none_alive) = mpsc::channel::<()>(1);
+        Driver {
+            adapter: adapter.to_string(),
+            method,
+            lease,
+            alive: Alive(alive),
+            none_alive,
+            cancel,
+        }
+    }
+
+    fn host_error(&self, e: wasmtime::Error) -> CallError {
+        CallError::Host {
+            adapter: self.adapter.clone(),
+            method: self.method,
+            message: format!("taking the adapter's stream: {e:#}"),
+        }
+    }
+
+    /// The bytes the guest writes into `stream`, as a duplex end core
+    /// reads.
+    pub(super) fn bytes(&mut self, stream: StreamReader<u8>) -> Result<DuplexStream, CallError> {
+        let (host_end, core_end) = tokio::io::duplex(CHUNK);
+        let pipe = WritePipe::new(host_end, self.alive.clone());
+        stream
+            .pipe(&mut self.lease.instance().store, pipe)
+            .map_err(|e| self.host_error(e))?;
+        Ok(core_end)
+    }
+
+    /// The items the guest writes into `stream`, sent on `tx`.
+    pub(super) fn items<T: Lift + Send + 'static>(
+        &mut self,
+        stream: StreamReader<T>,
+        tx: mpsc::Sender<T>,
+    ) -> Result<(), CallError> {
+        let pipe = ChannelPipe {
+            tx: PollSender::new(tx),
+            _alive: self.alive.clone(),
+        };
+        stream
+            .pipe(&mut self.lease.instance().store, pipe)
+            .map_err(|e| self.host_error(e))
+    }
+
+    /// The value the guest writes into `future`; `arrived` is fired as it
+    /// comes.
+    pub(super) fn value<T: Lift + Send + Sync + 'static>(
+        &mut self,
+        future: FutureReader<T>,
+        arrived: Option<CancellationToken>,
+    ) -> Result<oneshot::Receiver<T>, CallError> {
+        let (tx, rx) = oneshot::channel();
+        let slot = ValueSlot {
+            tx: Some(tx),
+            arrived,
+            _alive: self.alive.clone(),
+        };
+        future
+            .pipe(&mut self.lease.instance().store, slot)
+            .map_err(|e| self.host_error(e))?;
+        Ok(rx)
+    }
+
+    /// Runs the instance's tasks until every part is done or, once core has
+    /// let go (the guard dropped), the cancellation grace is over; then
+    /// drops the instance. The outcome is `outcome`'s value: the guest's
+    /// own error passed through, a trap or a value never written the
+    /// host's.
+    pub(super) fn spawn<T: Send + 'static>(
+        self,
+        outcome: oneshot::Receiver<Result<T, Error>>,
+    ) -> (oneshot::Receiver<Result<T, CallError>>, DropGuard) {
+        let Driver {
+            adapter,
+            method,
+            mut lease,
+            alive,
+            mut none_alive,
+            cancel,
+        } = self;
+        drop(alive);
+        let (tx, rx) = oneshot::channel();
+        let stop = cancel.clone();
+        tokio::spawn(async move {
+            let inst = lease.instance();
+            let ran = inst
+                .store
+                .run_concurrent(async move |_| {
+                    tokio::select! {
+                        // Every part dropped: the streams ended, the
+                        // futures written.
+                        _ = none_alive.recv() => {}
+                        () = async {
+                            stop.cancelled().await;
+                            tokio::time::sleep(CANCEL_GRACE).await;
+                        } => {}
+                    }
+                })
+                .await;
+            let stopped = inst.store.data().env.call.stopped;
+            inst.store.data_mut().env.call.finish();
+            let mut outcome = outcome;
+            let v = match ran {
+                Err(e) => Err(classify(
+                    &mut inst.store,
+                    &adapter,
+                    method,
+                    stopped,
+                    None,
+                    e,
+                )),
+                Ok(()) => match outcome.try_recv() {
+                    Ok(Ok(v)) => Ok(v),
+                    Ok(Err(e)) => Err(CallError::Adapter(e)),
+                    Err(_) => Err(CallError::Cancelled {
+                        adapter: adapter.clone(),
+                        method,
+                    }),
+                },
+            };
+            if let Err(e) = &v {
+                tracing::debug!(adapter = %adapter, method, error = %e, "a 0.2.0 stream ended short");
+            }
+            drop(lease);
+            let _ = tx.send(v);
+        });
+        (rx, cancel.drop_guard())
     }
 }
 
@@ -79,80 +277,18 @@ impl<D> FutureConsumer<D> for DoneSlot {
 pub(super) fn drive(
     adapter: &str,
     method: &'static str,
-    mut lease: Lease<'static>,
+    lease: Lease<'static>,
     stream: GuestBytes,
 ) -> Result<Driven, CallError> {
-    lease.discard_after();
-    let (host_end, core_end) = tokio::io::duplex(CHUNK);
-    let (done_tx, done_rx) = oneshot::channel();
-    let (alive, mut none_alive) = mpsc::channel::<()>(1);
-    let cancel = CancellationToken::new();
-    let host_error = |e: wasmtime::Error| CallError::Host {
-        adapter: adapter.into(),
-        method,
-        message: format!("taking the adapter's stream: {e:#}"),
-    };
-    {
-        let store = &mut lease.instance().store;
-        // The stream's phase is a call of its own to the imports and the
-        // epoch hook: no deadline (a followed log lasts), cancelled when
-        // core drops its end.
-        store.data_mut().env.call.begin(None, &cancel);
-        store.set_epoch_deadline(1);
-        let GuestBytes { bytes, done } = stream;
-        bytes
-            .pipe(&mut *store, WritePipe::new(host_end, Alive(alive.clone())))
-            .map_err(host_error)?;
-        done.pipe(
-            &mut *store,
-            DoneSlot {
-                tx: Some(done_tx),
-                _alive: Alive(alive),
-            },
-        )
-        .map_err(host_error)?;
-    }
-    let (verdict_tx, verdict) = oneshot::channel();
-    let (name, stop) = (adapter.to_string(), cancel.clone());
-    tokio::spawn(async move {
-        let inst = lease.instance();
-        let ran = inst
-            .store
-            .run_concurrent(async move |_| {
-                tokio::select! {
-                    // Every part dropped: the bytes ended, `done` written.
-                    _ = none_alive.recv() => {}
-                    () = async {
-                        stop.cancelled().await;
-                        tokio::time::sleep(CANCEL_GRACE).await;
-                    } => {}
-                }
-            })
-            .await;
-        let stopped = inst.store.data().env.call.stopped;
-        inst.store.data_mut().env.call.finish();
-        let mut done_rx = done_rx;
-        let v = match ran {
-            Err(e) => Err(classify(&mut inst.store, &name, method, stopped, None, e)),
-            Ok(()) => match done_rx.try_recv() {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(CallError::Adapter(e)),
-                Err(_) => Err(CallError::Cancelled {
-                    adapter: name.clone(),
-                    method,
-                }),
-            },
-        };
-        if let Err(e) = &v {
-            tracing::debug!(adapter = %name, method, error = %e, "a 0.2.0 stream ended short");
-        }
-        drop(lease);
-        let _ = verdict_tx.send(v);
-    });
+    let mut driver = Driver::new(adapter, method, lease);
+    let GuestBytes { bytes, done } = stream;
+    let bytes = driver.bytes(bytes)?;
+    let done = driver.value(done, None)?;
+    let (verdict, cancel) = driver.spawn(done);
     Ok(Driven {
-        bytes: core_end,
+        bytes,
         verdict,
-        _cancel: cancel.drop_guard(),
+        _cancel: cancel,
     })
 }
 

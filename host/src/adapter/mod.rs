@@ -10,6 +10,7 @@
 mod calls;
 mod classify;
 mod drive;
+mod exec_v0_2;
 pub(crate) mod invoke;
 pub(crate) mod metrics;
 #[doc(hidden)]

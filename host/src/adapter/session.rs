@@ -1,11 +1,14 @@
 //! An exec session: an instance of the adapter kept for one interactive
-//! process, its streams handed to core, its calls through the pipeline.
+//! process, its streams handed to core. A 0.1.0 session is a resource on
+//! that instance, its calls through the pipeline; a 0.2.0 one is streams
+//! and a future the host drives (`exec_v0_2.rs`).
 
 use wasmtime::Store;
 use wasmtime::component::{Resource, ResourceAny};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use super::Adapter;
+use super::exec_v0_2::SessionV0_2;
 use super::invoke::run;
 use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest as GuestV0_1;
 use crate::call::CallContext;
@@ -20,8 +23,18 @@ use crate::types::{Error, TerminalSize};
 /// adapter to itself; dropping the session discards it.
 pub struct ExecSession {
     pub(super) adapter: Adapter,
-    pub(super) lease: Lease<'static>,
-    pub(super) session: ResourceAny,
+    pub(super) on: On,
+}
+
+/// A session as its adapter's contract line has it.
+pub(super) enum On {
+    /// A resource on the session's instance.
+    V0_1 {
+        lease: Lease<'static>,
+        session: ResourceAny,
+    },
+    /// Streams and a future, the instance driven apart.
+    V0_2(Box<SessionV0_2>),
 }
 
 impl std::fmt::Debug for ExecSession {
@@ -45,7 +58,15 @@ impl ExecSession {
             ResourceAny,
         ) -> wasmtime::Result<Result<R, Error>>,
     ) -> Result<R, CallError> {
-        let (adapter, lease, session) = (&self.adapter, &mut self.lease, self.session);
+        let adapter = &self.adapter;
+        let On::V0_1 { lease, session } = &mut self.on else {
+            return Err(CallError::Host {
+                adapter: adapter.inner.identity.name.clone(),
+                method,
+                message: "a 0.1.0 session call on a 0.2.0 session".into(),
+            });
+        };
+        let session = *session;
         let default = adapter.inner.limits.default_timeout;
         let body = std::pin::pin!(run(
             lease.instance(),
@@ -55,7 +76,7 @@ impl ExecSession {
             ctx.cancel_token(),
             async |g, s| match g {
                 Guest::V0_1(g) => f(g, s, session).await,
-                // Only 0.1.0 sessions are resources (`Adapter::only_v0_1`).
+                // Only 0.1.0 sessions are resources (`On::V0_1`).
                 Guest::V0_2(_) => Err(wasmtime::Error::msg(
                     "an exec-session resource call on a 0.2.0 instance",
                 )),
@@ -68,6 +89,9 @@ impl ExecSession {
 
     /// The session's stdin, once.
     pub async fn stdin(&mut self) -> Result<Option<ByteSink>, CallError> {
+        if let On::V0_2(s) = &mut self.on {
+            return Ok(s.stdin());
+        }
         self.session_call(
             &CallContext::default(),
             "exec-session.stdin",
@@ -85,6 +109,9 @@ impl ExecSession {
 
     /// The session's stdout, once.
     pub async fn stdout(&mut self) -> Result<Option<ByteStream>, CallError> {
+        if let On::V0_2(s) = &mut self.on {
+            return Ok(s.stdout());
+        }
         self.session_call(
             &CallContext::default(),
             "exec-session.stdout",
@@ -98,6 +125,9 @@ impl ExecSession {
 
     /// The session's stderr, once; none with a terminal.
     pub async fn stderr(&mut self) -> Result<Option<ByteStream>, CallError> {
+        if let On::V0_2(s) = &mut self.on {
+            return Ok(s.stderr());
+        }
         self.session_call(
             &CallContext::default(),
             "exec-session.stderr",
@@ -109,8 +139,13 @@ impl ExecSession {
         .await
     }
 
-    /// Resizes the terminal.
+    /// Resizes the terminal: on a 0.1.0 adapter a call into the session
+    /// (which waits while the session's instance sits in `wait`); on a
+    /// 0.2.0 one a size on the stream the adapter reads while it runs.
     pub async fn resize(&mut self, size: TerminalSize) -> Result<(), CallError> {
+        if let On::V0_2(s) = &mut self.on {
+            return s.resize(&self.adapter.inner.identity.name, size).await;
+        }
         self.session_call(
             &CallContext::default(),
             "exec-session.resize",
@@ -121,6 +156,15 @@ impl ExecSession {
 
     /// Waits for the process to exit; its exit code.
     pub async fn wait(mut self, ctx: &CallContext) -> Result<i32, CallError> {
+        let ExecSession { adapter, on } = self;
+        let on = match on {
+            On::V0_2(s) => {
+                let default = adapter.inner.limits.default_timeout;
+                return s.wait(&adapter.inner.identity.name, ctx, default).await;
+            }
+            on @ On::V0_1 { .. } => on,
+        };
+        self = ExecSession { adapter, on };
         self.session_call(ctx, "exec-session.wait", async |g, s, r| {
             g.exec_session().call_wait(s, r).await
         })

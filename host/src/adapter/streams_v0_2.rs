@@ -7,17 +7,21 @@
 //! is the stream's verdict: a command's `command-failed` arrives through
 //! `done`.
 //!
+//! `watch-bundles` returns a stream of events and a future of its end,
+//! driven alike, its events sent on to core's channel.
+//!
 //! `restore-volume` and `import-image` take one: core's reader becomes a
 //! `stream<u8>` the adapter reads within its call (`crate::pipes::ReadPipe`,
 //! straight into the adapter's buffer), and the instance is discarded after,
 //! as 0.1.0's are.
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
 use wasmtime::component::StreamReader;
 use wasmtime_wasi::p2::pipe::AsyncReadStream;
 
 use super::Adapter;
-use super::drive::{Driven, WholeReader, drive};
+use super::drive::{Driven, Driver, WholeReader, drive};
 use super::invoke::After;
 use crate::call::CallContext;
 use crate::error::CallError;
@@ -142,6 +146,60 @@ impl Adapter {
             .await
         })
         .await
+    }
+
+    /// [`Adapter::watch_bundles`] on a 0.2.0 adapter: the adapter's events
+    /// stream sent on to `events` as they come, until its `end`. Core
+    /// cancelling is told to the adapter (`call.cancelled`, and its writes
+    /// fail once `events` is dropped); its own `cancelled` end, or the host's
+    /// after the grace, is the answer.
+    pub(super) async fn watch_bundles_on_v0_2(
+        &self,
+        ctx: &CallContext,
+        events: mpsc::Sender<BundleEvent>,
+    ) -> Result<WatchEnd, CallError> {
+        let name = &self.inner.identity.name;
+        let method = "watch-bundles";
+        let (watch, lease) = self
+            .call_dedicated(ctx, method, async |g, s| {
+                let g = v0_2_only(g)?;
+                run_v0_2(s, async |a| g.call_watch_bundles(a).await).await
+            })
+            .await?;
+        let mut driver = Driver::new(name, method, lease);
+        driver.items(watch.events, events)?;
+        let end = driver.value(watch.end, None)?;
+        let (mut end, guard) = driver.spawn(end);
+        let ended = |r: Result<Result<WatchEnd, CallError>, _>| {
+            r.unwrap_or_else(|_| {
+                Err(CallError::Host {
+                    adapter: name.clone(),
+                    method,
+                    message: "the task driving the watch ended without its end".into(),
+                })
+            })
+        };
+        let default = self.inner.limits.default_timeout;
+        let past_deadline = async {
+            match ctx.deadline(default) {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = &mut end => return ended(r),
+            () = ctx.cancel_token().cancelled() => {}
+            () = past_deadline => {
+                return Err(CallError::DeadlineExceeded {
+                    adapter: name.clone(),
+                    method,
+                    timeout: ctx.timeout(default).unwrap_or_default(),
+                });
+            }
+        }
+        // Cancelled: the adapter is told, and has the grace to end.
+        drop(guard);
+        ended(end.await)
     }
 
     /// Copies a driven stream into `into` to its end, then takes its

@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use pando_host::types::{
-    EgressPolicy, Error as AdapterError, LogOptions, NetworkRules, RunRequest, Security,
-    TrialRequest, VolumeHandle,
+    EgressPolicy, Error as AdapterError, ExecRequest, LogOptions, NetworkRules, RunRequest,
+    Security, TerminalSize, TrialRequest, VolumeHandle,
 };
 use pando_host::{
     CallContext, CallError, CancellationToken, Host, Limits, LoadError, LoadOptions, World,
@@ -59,7 +59,7 @@ async fn a_0_1_and_a_0_2_adapter_load_in_one_host_and_both_answer() {
     // A plain 0.2.0 call and an `async func` one, on the same instance.
     let caps = new.capabilities(&ctx).await.expect("capabilities");
     assert!(
-        caps.trial && caps.logs && caps.run && caps.volume_snapshot && !caps.exec,
+        caps.trial && caps.logs && caps.run && caps.volume_snapshot && caps.exec,
         "{caps:?}"
     );
     new.health_check(&ctx).await.expect("health-check");
@@ -261,25 +261,6 @@ async fn a_0_2_adapter_refusing_its_configuration_fails_the_load_with_its_words(
             assert!(error.to_string().contains("told to reject it"), "{error}");
         }
         other => panic!("expected a configuration error, got {other:?}"),
-    }
-}
-
-#[tokio::test]
-async fn a_stream_call_on_a_0_2_adapter_is_refused_by_the_host_before_any_instance_runs() {
-    let cache = tempfile::tempdir().expect("tempdir");
-    let adapter = load_v02(&host(&cache)).await;
-    // A watch is not served to 0.2.0 adapters yet.
-    let (events, _rx) = tokio::sync::mpsc::channel(1);
-    let err = adapter
-        .watch_bundles(&CallContext::default(), events)
-        .await
-        .expect_err("watches are not served to 0.2.0 adapters yet");
-    match &err {
-        CallError::Host { message, .. } => {
-            assert!(message.contains("pando:runtime@0.2.0"), "{message}");
-            assert!(message.contains("0.1.0 build"), "{message}");
-        }
-        other => panic!("expected the host's refusal, got {other:?}"),
     }
 }
 
@@ -511,4 +492,141 @@ async fn a_0_2_adapter_reads_cores_bytes_whole_for_an_import_and_a_restore() {
         .await
         .expect_err("one byte short");
     assert!(err.to_string().contains("read 2500000 bytes"), "{err}");
+}
+
+fn exec_request(command: &[&str], stdin: bool, tty: bool) -> ExecRequest {
+    ExecRequest {
+        command: command.iter().map(|s| (*s).to_string()).collect(),
+        stdin,
+        tty,
+        size: None,
+    }
+}
+
+/// Issue 42's resize while the session runs, on the contract's side: each
+/// size core sends reaches the adapter's program as it runs (it prints
+/// each before the next is sent), and the sizes end when core waits.
+#[tokio::test]
+async fn a_0_2_exec_session_is_resized_while_it_runs() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let adapter = load_v02(&host(&cache)).await;
+    let ctx = CallContext::default().with_timeout(Duration::from_secs(10));
+    let mut session = adapter
+        .exec(
+            &ctx,
+            &wref("shop", "web"),
+            &exec_request(&["sizes"], false, true),
+        )
+        .await
+        .expect("exec");
+    assert!(
+        session.stderr().await.expect("stderr").is_none(),
+        "a terminal has one output"
+    );
+    let mut stdout = session.stdout().await.expect("stdout").expect("an output");
+    for (cols, rows) in [(100, 30), (120, 40), (80, 24)] {
+        session
+            .resize(TerminalSize { cols, rows })
+            .await
+            .expect("resize");
+        let line = stdout.next_chunk().await.expect("a line").expect("bytes");
+        assert_eq!(
+            String::from_utf8_lossy(&line),
+            format!("size {cols}x{rows}\n"),
+            "seen by the program before the next size is sent"
+        );
+    }
+    assert_eq!(
+        session.wait(&ctx).await.expect("exit"),
+        3,
+        "three sizes seen"
+    );
+}
+
+/// Stdin as a stream the adapter's program reads, its output as one core
+/// reads, its exit as a future; and stderr apart without a terminal.
+#[tokio::test]
+async fn a_0_2_exec_session_carries_stdin_stdout_stderr_and_the_exit() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let adapter = load_v02(&host(&cache)).await;
+    let ctx = CallContext::default().with_timeout(Duration::from_secs(10));
+    let mut echo = adapter
+        .exec(
+            &ctx,
+            &wref("shop", "web"),
+            &exec_request(&["echo"], true, false),
+        )
+        .await
+        .expect("exec");
+    let mut stdin = echo.stdin().await.expect("stdin").expect("asked for");
+    let mut stdout = echo.stdout().await.expect("stdout").expect("an output");
+    stdin.write_all(b"through the host\n").await.expect("write");
+    stdin.close().await.expect("close");
+    let out = stdout.read_to_end(1 << 20).await.expect("read");
+    assert_eq!(out, b"through the host\n");
+    assert_eq!(echo.wait(&ctx).await.expect("exit"), 0);
+
+    let mut fail = adapter
+        .exec(
+            &ctx,
+            &wref("shop", "web"),
+            &exec_request(&["fail", "7"], false, false),
+        )
+        .await
+        .expect("exec");
+    let mut stderr = fail.stderr().await.expect("stderr").expect("no terminal");
+    assert_eq!(stderr.read_to_end(1 << 10).await.expect("stderr"), b"bye");
+    assert_eq!(fail.wait(&ctx).await.expect("exit"), 7);
+    // A session without a terminal has no size to change.
+    let mut plain = adapter
+        .exec(
+            &ctx,
+            &wref("shop", "web"),
+            &exec_request(&["fail", "0"], false, false),
+        )
+        .await
+        .expect("exec");
+    let err = plain
+        .resize(TerminalSize { cols: 1, rows: 1 })
+        .await
+        .expect_err("no terminal");
+    assert_eq!(err.kind(), "invalid", "{err}");
+}
+
+/// A 0.2.0 watch's events reach core's channel as the adapter writes them;
+/// core cancelling is told to the adapter, whose own `cancelled` end is
+/// the answer; core dropping its receiver ends the watch too.
+#[tokio::test]
+async fn a_0_2_watch_streams_events_to_core_and_ends_when_core_lets_go() {
+    use pando_host::types::{BundleEvent, WatchEnd};
+    let cache = tempfile::tempdir().expect("tempdir");
+    let adapter = load_v02(&host(&cache)).await;
+
+    let cancel = CancellationToken::new();
+    let ctx = CallContext::new(cancel.clone()).with_timeout(Duration::from_secs(30));
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+    let watching = adapter.watch_bundles(&ctx, tx);
+    let reading = async {
+        let first = rx.recv().await.expect("an event");
+        assert!(matches!(first, BundleEvent::Watching), "{first:?}");
+        for i in 1..=3 {
+            match rx.recv().await.expect("an event") {
+                BundleEvent::Changed(c) => assert_eq!(c.workload.name, format!("w{i}")),
+                other => panic!("{other:?}"),
+            }
+        }
+        cancel.cancel();
+    };
+    let (end, ()) = tokio::join!(watching, reading);
+    assert_eq!(end.expect("the adapter's own end"), WatchEnd::Cancelled);
+
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+    let ctx = CallContext::default().with_timeout(Duration::from_secs(30));
+    let watching = adapter.watch_bundles(&ctx, tx);
+    let reading = async move {
+        rx.recv().await.expect("watching");
+        drop(rx);
+    };
+    let (end, ()) = tokio::join!(watching, reading);
+    assert_eq!(end.expect("the adapter's own end"), WatchEnd::Cancelled);
 }

@@ -26,6 +26,16 @@
 //!   bytes as the volume's name says, else `invalid` naming both counts.
 //! - `import-image`: reads `from` to its end; answers `<bytes>:<sum>`, the
 //!   byte count and the bytes' sum modulo 2^32.
+//! - `exec`: a program played by the adapter, named by the command's first
+//!   word, run by a task of the adapter after the call returns:
+//!   - `echo`: stdin to stdout until stdin ends; exits 0;
+//!   - `sizes` (with a terminal): `size <cols>x<rows>` on stdout for each
+//!     size the terminal is given, until the sizes end; exits with how
+//!     many it saw;
+//!   - `fail <n>`: `bye` on stderr; exits n.
+//! - `watch-bundles`: `watching`, then a change of workload `w<i>` of app
+//!   `shop` every 10 ms, until core drops the events or cancels the call;
+//!   then its end, `cancelled`.
 //! - everything else: `unsupported`, naming the call.
 
 wit_bindgen::generate!({
@@ -157,7 +167,7 @@ impl Guest for V02 {
     fn capabilities() -> Result<RuntimeCapabilities, Error> {
         Ok(RuntimeCapabilities {
             isolation: IsolationClass::SharedKernel,
-            exec: false,
+            exec: true,
             run: true,
             logs: true,
             trial: true,
@@ -293,11 +303,60 @@ impl Guest for V02 {
 
     async fn exec(
         _workload: WorkloadRef,
-        _request: ExecRequest,
-        _stdin: Option<wit_bindgen::StreamReader<u8>>,
-        _resize: Option<wit_bindgen::StreamReader<TerminalSize>>,
+        request: ExecRequest,
+        stdin: Option<wit_bindgen::StreamReader<u8>>,
+        resize: Option<wit_bindgen::StreamReader<TerminalSize>>,
     ) -> Result<ExecSession, Error> {
-        unsupported("exec")
+        let (mut out, stdout) = wit_stream::new::<u8>();
+        let (err, stderr) = if request.tty {
+            (None, None)
+        } else {
+            let (w, r) = wit_stream::new::<u8>();
+            (Some(w), Some(r))
+        };
+        let (exit, exit_reader) = wit_future::new::<Result<i32, Error>>(|| {
+            Err(Error::Internal("the test adapter dropped `exit`".into()))
+        });
+        let program = request.command.first().cloned().unwrap_or_default();
+        let arg = request.command.get(1).cloned().unwrap_or_default();
+        wit_bindgen::spawn_local(async move {
+            let code = match (program.as_str(), stdin, resize) {
+                ("echo", Some(mut stdin), _) => loop {
+                    let (result, chunk) = stdin.read(Vec::with_capacity(4096)).await;
+                    if !chunk.is_empty() && !out.write_all(chunk).await.is_empty() {
+                        break Ok(1);
+                    }
+                    if !matches!(result, wit_bindgen::StreamResult::Complete(_)) {
+                        break Ok(0);
+                    }
+                },
+                ("sizes", _, Some(mut sizes)) => {
+                    let mut seen = 0;
+                    while let Some(size) = sizes.next().await {
+                        seen += 1;
+                        let line = format!("size {}x{}\n", size.cols, size.rows);
+                        out.write_all(line.into_bytes()).await;
+                    }
+                    Ok(seen)
+                }
+                ("fail", _, _) => {
+                    if let Some(mut err) = err {
+                        err.write_all(b"bye".to_vec()).await;
+                    }
+                    Ok(arg.parse().unwrap_or(1))
+                }
+                (other, _, _) => Err(Error::Invalid(format!(
+                    "no program `{other}` (or not with these streams)"
+                ))),
+            };
+            drop(out);
+            exit.write(code).await.ok();
+        });
+        Ok(ExecSession {
+            stdout,
+            stderr,
+            exit: exit_reader,
+        })
     }
 
     async fn run(workload: WorkloadRef, _request: RunRequest) -> Result<ByteStream, Error> {
@@ -321,7 +380,46 @@ impl Guest for V02 {
     }
 
     async fn watch_bundles() -> Result<BundleWatch, Error> {
-        unsupported("watch-bundles")
+        let (mut events, reader) = wit_stream::new::<BundleEvent>();
+        let (end, end_reader) = wit_future::new::<Result<WatchEnd, Error>>(|| {
+            Err(Error::Internal("the test adapter dropped `end`".into()))
+        });
+        wit_bindgen::spawn_local(async move {
+            let mut next = Some(BundleEvent::Watching);
+            let mut i = 0;
+            while let Some(event) = next.take() {
+                if events.write_one(event).await.is_some() || call::is_cancelled() {
+                    break;
+                }
+                i += 1;
+                let wait = core::pin::pin!(monotonic_clock::wait_for(10_000_000));
+                let cancelled = core::pin::pin!(call::cancelled());
+                if let futures::future::Either::Right(_) =
+                    futures::future::select(wait, cancelled).await
+                {
+                    break;
+                }
+                next = Some(BundleEvent::Changed(WorkloadChange {
+                    bundle: "shop".into(),
+                    workload: ObservedWorkload {
+                        name: format!("w{i}"),
+                        phase: WorkloadPhase::Running,
+                        digest: None,
+                        exit_code: None,
+                        reason: String::new(),
+                        started_at_ms: None,
+                        finished_at_ms: None,
+                    },
+                    deleted: false,
+                }));
+            }
+            drop(events);
+            end.write(Ok(WatchEnd::Cancelled)).await.ok();
+        });
+        Ok(BundleWatch {
+            events: reader,
+            end: end_reader,
+        })
     }
 
     async fn apply_edge(_plan: EdgePlan) -> Result<(), Error> {
