@@ -163,7 +163,7 @@ impl Driver {
     /// The bytes the guest writes into `stream`, as a duplex end core
     /// reads.
     pub(super) fn bytes(&mut self, stream: StreamReader<u8>) -> Result<DuplexStream, CallError> {
-        let (host_end, core_end) = tokio::io::duplex(CHUNK);
+        let (host_end, core_end) = tokio::io::duplex(4 * CHUNK);
         let pipe = WritePipe::new(host_end, self.alive.clone());
         stream
             .pipe(&mut self.lease.instance().store, pipe)

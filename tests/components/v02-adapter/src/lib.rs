@@ -21,9 +21,13 @@
 //!     n and stderr `err`;
 //!   - `endless`: `tick` lines every 10 ms until core drops the stream,
 //!     then `done` reports `cancelled`;
-//!   - `bytes-<n>`: n bytes of `0123456789` repeated, in 64 KiB writes.
-//! - `restore-volume`: reads `from` to its end; `ok` if it read as many
-//!   bytes as the volume's name says, else `invalid` naming both counts.
+//!   - `bytes-<n>`: n bytes of the 0.1.0 test adapter's pattern (byte i is
+//!     i % 251), made whole and written at once, as that adapter does.
+//! - `restore-volume`: reads `from` to its end; for a volume `bytes-<n>`,
+//!   `ok` if it is the pattern `bytes-<n>` writes (`invalid` naming the
+//!   first offset that differs), as the 0.1.0 test adapter checks; for a
+//!   volume named by a number, `ok` if it read that many bytes, else
+//!   `invalid` naming both counts.
 //! - `import-image`: reads `from` to its end; answers `<bytes>:<sum>`, the
 //!   byte count and the bytes' sum modulo 2^32.
 //! - `exec`: a program played by the adapter, named by the command's first
@@ -87,23 +91,14 @@ fn written(what: String) -> ByteStream {
             }
             ok
         } else if let Some(n) = what.strip_prefix("bytes-") {
-            let mut left: usize = n.parse().unwrap_or(0);
-            let chunk: Vec<u8> = b"0123456789"
-                .iter()
-                .copied()
-                .cycle()
-                .take(64 << 10)
-                .collect();
-            let mut ok = Ok(());
-            while left > 0 {
-                let n = left.min(chunk.len());
-                if !bytes.write_all(chunk[..n].to_vec()).await.is_empty() {
-                    ok = Err(Error::Cancelled("core dropped the stream".into()));
-                    break;
-                }
-                left -= n;
+            // Made whole, then written in one write, as the 0.1.0 test
+            // adapter's snapshot does: the `versions` bench compares the two.
+            let n: usize = n.parse().unwrap_or(0);
+            if bytes.write_all(pattern(n)).await.is_empty() {
+                Ok(())
+            } else {
+                Err(Error::Cancelled("core dropped the stream".into()))
             }
-            ok
         } else if what == "broken" {
             bytes.write_all(b"partial".to_vec()).await;
             Err(Error::Unavailable("the log broke off".into()))
@@ -130,6 +125,11 @@ fn written(what: String) -> ByteStream {
         bytes: reader,
         done: done_reader,
     }
+}
+
+/// `n` bytes of the 0.1.0 test adapter's snapshot pattern: byte i is i % 251.
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8).collect()
 }
 
 /// Reads a stream to its end: how many bytes, and their sum modulo 2^32.
@@ -277,6 +277,17 @@ impl Guest for V02 {
         volume: VolumeHandle,
         from: wit_bindgen::StreamReader<u8>,
     ) -> Result<(), Error> {
+        if let Some(n) = volume.name.strip_prefix("bytes-") {
+            let expected = pattern(n.parse().unwrap_or(0));
+            let got = from.collect().await;
+            return match expected.iter().zip(&got).position(|(a, b)| a != b) {
+                None if got.len() == expected.len() => Ok(()),
+                at => Err(Error::Invalid(format!(
+                    "restored bytes differ at offset {}",
+                    at.unwrap_or(expected.len().min(got.len()))
+                ))),
+            };
+        }
         let (n, _) = drain(from).await;
         if volume.name.parse() == Ok(n) {
             Ok(())
