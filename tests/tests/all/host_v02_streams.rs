@@ -353,3 +353,75 @@ async fn a_0_2_watch_streams_events_to_core_and_ends_when_core_lets_go() {
     let (end, ()) = tokio::join!(watching, reading);
     assert_eq!(end.expect("the adapter's own end"), WatchEnd::Cancelled);
 }
+
+/// A stream the adapter neither writes nor ends, deaf to cancellation: core
+/// dropping it still frees its instance, the host giving up on the adapter
+/// after the cancellation grace.
+#[tokio::test]
+async fn a_0_2_stream_the_adapter_ignores_is_ended_by_the_host_when_core_drops_it() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = host(&cache);
+    let adapter = host
+        .load_file(
+            &components::v02_adapter(),
+            LoadOptions {
+                limits: Limits {
+                    max_long_running: 1,
+                    ..Limits::default()
+                },
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("loads");
+    for round in 0..2 {
+        // Within 5 s: past the grace (1 s), the first stream's instance
+        // must be gone for the second to get the one slot.
+        let ctx = CallContext::default().with_timeout(Duration::from_secs(5));
+        let log = adapter
+            .logs(&ctx, &wref("shop", "silent"), &LogOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        drop(log);
+    }
+}
+
+/// An adapter that traps mid-stream: core reads what came, then an error
+/// naming the crash, never an end that looks whole.
+#[tokio::test]
+async fn a_0_2_adapter_trapping_mid_stream_ends_cores_read_in_the_trap() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let adapter = load_v02(&host(&cache)).await;
+    let mut log = adapter
+        .logs(
+            &CallContext::default(),
+            &wref("shop", "panic"),
+            &LogOptions::default(),
+        )
+        .await
+        .expect("logs");
+    let mut got = Vec::new();
+    let err = loop {
+        match log.next_chunk().await {
+            Some(Ok(chunk)) => got.extend_from_slice(&chunk),
+            Some(Err(e)) => break e,
+            None => panic!("an end after {got:?}: a trap read as a whole log"),
+        }
+    };
+    assert_eq!(got, b"partial");
+    assert!(err.to_string().contains("crashed"), "{err}");
+    assert!(err.to_string().contains("panics mid-stream"), "{err}");
+    // The adapter still serves: the trap cost that stream's instance only.
+    let whole = adapter
+        .logs(
+            &CallContext::default(),
+            &wref("shop", "lines-2"),
+            &LogOptions::default(),
+        )
+        .await
+        .expect("logs")
+        .read_to_end(1 << 10)
+        .await
+        .expect("a whole log");
+    assert_eq!(whole, b"line 1\nline 2\n");
+}

@@ -21,6 +21,9 @@
 //!     n and stderr `err`;
 //!   - `endless`: `tick` lines every 10 ms until core drops the stream,
 //!     then `done` reports `cancelled`;
+//!   - `silent`: never writes, never resolves `done`, ignores
+//!     cancellation;
+//!   - `panic`: `partial`, then panics;
 //!   - `bytes-<n>`: n bytes of the 0.1.0 test adapter's pattern (byte i is
 //!     i % 251), made whole and written at once, as that adapter does.
 //! - `restore-volume`: reads `from` to its end; for a volume `bytes-<n>`,
@@ -99,6 +102,15 @@ fn written(what: String) -> ByteStream {
             } else {
                 Err(Error::Cancelled("core dropped the stream".into()))
             }
+        } else if what == "silent" {
+            // Holds the stream and `done` and never touches either, deaf to
+            // cancellation: only the host can end it.
+            let _held = (bytes, done);
+            futures::future::pending::<()>().await;
+            return;
+        } else if what == "panic" {
+            bytes.write_all(b"partial".to_vec()).await;
+            panic!("the test adapter panics mid-stream, as asked");
         } else if what == "broken" {
             bytes.write_all(b"partial".to_vec()).await;
             Err(Error::Unavailable("the log broke off".into()))
