@@ -16,6 +16,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, DuplexStream, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
@@ -28,6 +29,7 @@ use wasmtime::component::{
 
 use super::classify::classify;
 use crate::bindings::v0_2_types::ByteStream as GuestBytes;
+use crate::call::CallContext;
 use crate::capability::env::CANCEL_GRACE;
 use crate::error::CallError;
 use crate::pipes::{CHUNK, WritePipe};
@@ -295,6 +297,68 @@ pub(super) fn drive(
     })
 }
 
+/// The error when the task driving an instance ended without sending what
+/// it drove to (it panicked, or the runtime is shutting down).
+pub(super) fn driver_lost(adapter: &str, method: &'static str, what: &str) -> CallError {
+    CallError::Host {
+        adapter: adapter.into(),
+        method,
+        message: format!("the task driving the adapter's {what} ended without its outcome"),
+    }
+}
+
+/// Why core stopped waiting on a driven instance.
+pub(super) enum Stopped {
+    /// The call's token was cancelled.
+    Cancelled,
+    /// The call's deadline passed.
+    PastDeadline,
+}
+
+impl Stopped {
+    /// The call's error for it.
+    pub(super) fn error(
+        self,
+        adapter: &str,
+        method: &'static str,
+        ctx: &CallContext,
+        default: Duration,
+    ) -> CallError {
+        match self {
+            Stopped::Cancelled => CallError::Cancelled {
+                adapter: adapter.into(),
+                method,
+            },
+            Stopped::PastDeadline => CallError::DeadlineExceeded {
+                adapter: adapter.into(),
+                method,
+                timeout: ctx.timeout(default).unwrap_or_default(),
+            },
+        }
+    }
+}
+
+/// `work`, within `ctx`'s cancellation and deadline (`default` when it
+/// sets none): what a call that waits on a driven instance (a snapshot's
+/// copy, a session's exit, a watch's end) waits for, bounded as any call.
+pub(super) async fn within<T>(
+    ctx: &CallContext,
+    default: Duration,
+    work: impl Future<Output = T>,
+) -> Result<T, Stopped> {
+    let past_deadline = async {
+        match ctx.deadline(default) {
+            Some(at) => tokio::time::sleep_until(at.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        r = work => Ok(r),
+        () = ctx.cancel_token().cancelled() => Err(Stopped::Cancelled),
+        () = past_deadline => Err(Stopped::PastDeadline),
+    }
+}
+
 /// A driven stream as one reader: its bytes, then at their end the verdict
 /// (an error if the stream was not whole).
 pub(super) struct WholeReader {
@@ -326,14 +390,7 @@ impl AsyncRead for WholeReader {
         if this.verdict.is_none() {
             let v = match Pin::new(&mut this.driven.verdict).poll(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(v) => v.unwrap_or_else(|_| {
-                    Err(CallError::Host {
-                        adapter: String::new(),
-                        method: "stream",
-                        message: "the task driving the adapter's stream ended without a verdict"
-                            .into(),
-                    })
-                }),
+                Poll::Ready(v) => v.unwrap_or_else(|_| Err(driver_lost("", "stream", "stream"))),
             };
             this.verdict = Some(v);
         }

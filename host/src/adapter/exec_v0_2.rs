@@ -16,7 +16,7 @@ use wasmtime::component::{Destination, StreamProducer, StreamReader, StreamResul
 use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream};
 
 use super::Adapter;
-use super::drive::Driver;
+use super::drive::{Driver, driver_lost, within};
 use super::session::{ExecSession, On};
 use crate::call::CallContext;
 use crate::error::CallError;
@@ -197,28 +197,13 @@ impl SessionV0_2 {
         self.sizes = None;
         self.stdin = None;
         let method = "exec-session.wait";
-        let deadline = ctx.deadline(default);
-        let past_deadline = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(at.into()).await,
-                None => std::future::pending().await,
-            }
+        let exit = async {
+            (&mut self.exit)
+                .await
+                .unwrap_or_else(|_| Err(driver_lost(adapter, method, "session")))
         };
-        tokio::select! {
-            r = &mut self.exit => r.unwrap_or_else(|_| Err(CallError::Host {
-                adapter: adapter.into(),
-                method,
-                message: "the task driving the session ended without its exit".into(),
-            })),
-            () = ctx.cancel_token().cancelled() => Err(CallError::Cancelled {
-                adapter: adapter.into(),
-                method,
-            }),
-            () = past_deadline => Err(CallError::DeadlineExceeded {
-                adapter: adapter.into(),
-                method,
-                timeout: ctx.timeout(default).unwrap_or_default(),
-            }),
-        }
+        within(ctx, default, exit)
+            .await
+            .unwrap_or_else(|stopped| Err(stopped.error(adapter, method, ctx, default)))
     }
 }

@@ -21,7 +21,7 @@ use wasmtime::component::StreamReader;
 use wasmtime_wasi::p2::pipe::AsyncReadStream;
 
 use super::Adapter;
-use super::drive::{Driven, Driver, WholeReader, drive};
+use super::drive::{Driven, Driver, Stopped, WholeReader, drive, driver_lost, within};
 use super::invoke::After;
 use crate::call::CallContext;
 use crate::error::CallError;
@@ -171,31 +171,13 @@ impl Adapter {
         let end = driver.value(watch.end, None)?;
         let (mut end, guard) = driver.spawn(end);
         let ended = |r: Result<Result<WatchEnd, CallError>, _>| {
-            r.unwrap_or_else(|_| {
-                Err(CallError::Host {
-                    adapter: name.clone(),
-                    method,
-                    message: "the task driving the watch ended without its end".into(),
-                })
-            })
+            r.unwrap_or_else(|_| Err(driver_lost(name, method, "watch")))
         };
         let default = self.inner.limits.default_timeout;
-        let past_deadline = async {
-            match ctx.deadline(default) {
-                Some(at) => tokio::time::sleep_until(at.into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            r = &mut end => return ended(r),
-            () = ctx.cancel_token().cancelled() => {}
-            () = past_deadline => {
-                return Err(CallError::DeadlineExceeded {
-                    adapter: name.clone(),
-                    method,
-                    timeout: ctx.timeout(default).unwrap_or_default(),
-                });
-            }
+        match within(ctx, default, &mut end).await {
+            Ok(r) => return ended(r),
+            Err(Stopped::Cancelled) => {}
+            Err(stopped) => return Err(stopped.error(name, method, ctx, default)),
         }
         // Cancelled: the adapter is told, and has the grace to end.
         drop(guard);
@@ -218,21 +200,15 @@ impl Adapter {
     {
         let adapter = &self.inner.identity.name;
         let default = self.inner.limits.default_timeout;
-        let timeout = ctx.timeout(default);
-        let deadline = ctx.deadline(default);
         let work = async {
             // In the pipes' 64 KiB: `tokio::io::copy`'s 8 KiB buffer made a
             // snapshot 12 % slower than 0.1.0's (the `versions` bench).
             let mut bytes = tokio::io::BufReader::with_capacity(CHUNK, &mut driven.bytes);
             let copied = tokio::io::copy_buf(&mut bytes, &mut into).await;
             let shut = into.shutdown().await;
-            let verdict = (&mut driven.verdict).await.unwrap_or_else(|_| {
-                Err(CallError::Host {
-                    adapter: adapter.clone(),
-                    method,
-                    message: "the task driving the adapter's stream ended without a verdict".into(),
-                })
-            });
+            let verdict = (&mut driven.verdict)
+                .await
+                .unwrap_or_else(|_| Err(driver_lost(adapter, method, "stream")));
             verdict?;
             let n = copied.map_err(|e| CallError::Host {
                 adapter: adapter.clone(),
@@ -246,23 +222,8 @@ impl Adapter {
             })?;
             Ok(n)
         };
-        let past_deadline = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(at.into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            r = work => r,
-            () = ctx.cancel_token().cancelled() => Err(CallError::Cancelled {
-                adapter: adapter.clone(),
-                method,
-            }),
-            () = past_deadline => Err(CallError::DeadlineExceeded {
-                adapter: adapter.clone(),
-                method,
-                timeout: timeout.unwrap_or_default(),
-            }),
-        }
+        within(ctx, default, work)
+            .await
+            .unwrap_or_else(|stopped| Err(stopped.error(adapter, method, ctx, default)))
     }
 }
