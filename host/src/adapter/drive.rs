@@ -1,13 +1,14 @@
-//! A 0.2.0 call's byte stream after the call has returned.
+//! A 0.2.0 call's streams and futures after the call has returned.
 //!
 //! A 0.2.0 adapter returns a `byte-stream` (a log, a snapshot, a command's
-//! output) whose bytes its own tasks write after the call: they run only
-//! while the store's event loop does. So the call's instance (one of its
-//! own, as 0.1.0's long calls have) goes to a task that runs the event loop
-//! until the stream is done, its bytes piped into a duplex core reads, its
-//! `done` taken as the stream's verdict. Then the instance is dropped: what
-//! the adapter's tasks hold goes with it, and nothing of one stream reaches
-//! the next call.
+//! output), an `exec-session` or a `bundle-watch` whose bytes, events and
+//! outcome its own tasks write after the call: they run only while the
+//! store's event loop does. So the call's instance (one of its own, as
+//! 0.1.0's long calls have) goes to a [`Driver`]: each stream is piped out
+//! (bytes into a duplex core reads, items into core's channel), each future
+//! into a slot, and a task runs the event loop until every part is done.
+//! Then the instance is dropped: what the adapter's tasks hold goes with
+//! it, and nothing of one stream reaches the next call.
 //!
 //! Core dropping its end cancels the stream: the adapter's writes fail, its
 //! `call.cancelled` fires, and the host waits the cancellation grace for it
@@ -51,7 +52,9 @@ pub(super) struct Driven {
 /// Held by each part of the streams the guest can still act on; the driver
 /// stops once none is left.
 #[derive(Clone)]
-struct Alive(#[allow(dead_code)] mpsc::Sender<()>);
+struct Alive {
+    _guard: mpsc::Sender<()>,
+}
 
 /// A future's value, to whoever waits for it; `arrived` is fired as it
 /// comes (an exec's resize stream ends with its exit).
@@ -148,7 +151,7 @@ impl Driver {
             adapter: adapter.to_string(),
             method,
             lease,
-            alive: Alive(alive),
+            alive: Alive { _guard: alive },
             none_alive,
             cancel,
         }

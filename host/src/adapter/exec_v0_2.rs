@@ -18,10 +18,11 @@ use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream};
 use super::Adapter;
 use super::drive::{Driver, driver_lost, within};
 use super::session::{ExecSession, On};
+use super::streams_v0_2::v0_2_only;
 use crate::call::CallContext;
 use crate::error::CallError;
 use crate::pipes::{CHUNK, ReadPipe};
-use crate::runtime::instance::{Guest, run_v0_2};
+use crate::runtime::instance::run_v0_2;
 use crate::streams::{ByteSink, ByteStream};
 use crate::types::*;
 
@@ -102,11 +103,7 @@ impl Adapter {
         let (workload, request) = (workload.clone(), request.clone());
         let (session, lease) = self
             .call_dedicated(ctx, "exec", async |g, s| {
-                let Guest::V0_2(g) = g else {
-                    return Err(wasmtime::Error::msg(
-                        "a 0.2.0 exec made on a 0.1.0 instance",
-                    ));
-                };
+                let g = v0_2_only(g)?;
                 run_v0_2(s, async |a| {
                     let (stdin, resize) = a.with(|mut a| -> wasmtime::Result<_> {
                         let stdin = match stdin_guest {

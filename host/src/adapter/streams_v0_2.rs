@@ -32,7 +32,7 @@ use crate::types::*;
 
 /// A 0.2.0 instance's interface, for the calls made here only on a 0.2.0
 /// adapter: an adapter's instances are all of its one line.
-fn v0_2_only(
+pub(super) fn v0_2_only(
     g: Guest<'_>,
 ) -> wasmtime::Result<&crate::bindings::v0_2::exports::pando::runtime::adapter::Guest> {
     match g {
