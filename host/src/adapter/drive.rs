@@ -28,6 +28,7 @@ use wasmtime::component::{
     FutureConsumer, FutureReader, Lift, Source, StreamConsumer, StreamReader, StreamResult,
 };
 
+use super::Adapter;
 use super::classify::classify;
 use crate::bindings::v0_2_types::ByteStream as GuestBytes;
 use crate::call::CallContext;
@@ -127,7 +128,7 @@ impl<D, T: Lift + Send + 'static> StreamConsumer<D> for ChannelPipe<T> {
 /// An instance whose call returned streams or futures, being set up to run
 /// its tasks until they are done.
 pub(super) struct Driver {
-    adapter: String,
+    adapter: Adapter,
     method: &'static str,
     lease: Lease<'static>,
     alive: Alive,
@@ -140,7 +141,7 @@ impl Driver {
     /// phase that follows is a call of its own to the imports and the
     /// epoch hook: no deadline (a followed log lasts), cancelled when core
     /// drops what it holds.
-    pub(super) fn new(adapter: &str, method: &'static str, mut lease: Lease<'static>) -> Self {
+    pub(super) fn new(adapter: &Adapter, method: &'static str, mut lease: Lease<'static>) -> Self {
         lease.discard_after();
         let cancel = CancellationToken::new();
         let store = &mut lease.instance().store;
@@ -148,7 +149,7 @@ impl Driver {
         store.set_epoch_deadline(1);
         let (alive, none_alive) = mpsc::channel::<()>(1);
         Driver {
-            adapter: adapter.to_string(),
+            adapter: adapter.clone(),
             method,
             lease,
             alive: Alive { _guard: alive },
@@ -159,7 +160,7 @@ impl Driver {
 
     fn host_error(&self, e: wasmtime::Error) -> CallError {
         CallError::Host {
-            adapter: self.adapter.clone(),
+            adapter: self.adapter.inner.identity.name.clone(),
             method: self.method,
             message: format!("taking the adapter's stream: {e:#}"),
         }
@@ -217,7 +218,8 @@ impl Driver {
     /// let go (the guard dropped), the cancellation grace is over; then
     /// drops the instance. The outcome is `outcome`'s value: the guest's
     /// own error passed through, a trap or a value never written the
-    /// host's.
+    /// host's. A trap counts toward the adapter's quarantine as one in a
+    /// call does.
     pub(super) fn spawn<T: Send + 'static>(
         self,
         outcome: oneshot::Receiver<Result<T, Error>>,
@@ -249,29 +251,24 @@ impl Driver {
                     }
                 })
                 .await;
+            let name = &adapter.inner.identity.name;
             let stopped = inst.store.data().env.call.stopped;
             inst.store.data_mut().env.call.finish();
             let mut outcome = outcome;
             let v = match ran {
-                Err(e) => Err(classify(
-                    &mut inst.store,
-                    &adapter,
-                    method,
-                    stopped,
-                    None,
-                    e,
-                )),
+                Err(e) => Err(classify(&mut inst.store, name, method, stopped, None, e)),
                 Ok(()) => match outcome.try_recv() {
                     Ok(Ok(v)) => Ok(v),
                     Ok(Err(e)) => Err(CallError::Adapter(e)),
                     Err(_) => Err(CallError::Cancelled {
-                        adapter: adapter.clone(),
+                        adapter: name.clone(),
                         method,
                     }),
                 },
             };
+            adapter.inner.breaker.record(name, &v);
             if let Err(e) = &v {
-                tracing::debug!(adapter = %adapter, method, error = %e, "a 0.2.0 stream ended short");
+                tracing::debug!(adapter = %name, method, error = %e, "a 0.2.0 stream ended short");
             }
             drop(lease);
             let _ = tx.send(v);
@@ -283,7 +280,7 @@ impl Driver {
 /// Hands `lease`'s instance, whose call `method` returned `stream`, to a
 /// task that runs it until the stream is done.
 pub(super) fn drive(
-    adapter: &str,
+    adapter: &Adapter,
     method: &'static str,
     lease: Lease<'static>,
     stream: GuestBytes,

@@ -102,7 +102,7 @@ impl Adapter {
         let feed_exited = exited.clone();
         let (workload, request) = (workload.clone(), request.clone());
         let (session, lease) = self
-            .call_dedicated(ctx, "exec", async |g, s| {
+            .call_driven(ctx, "exec", async |g, s| {
                 let g = v0_2_only(g)?;
                 run_v0_2(s, async |a| {
                     let (stdin, resize) = a.with(|mut a| -> wasmtime::Result<_> {
@@ -127,7 +127,7 @@ impl Adapter {
                 .await
             })
             .await?;
-        let mut driver = Driver::new(&self.inner.identity.name, "exec", lease);
+        let mut driver = Driver::new(self, "exec", lease);
         let stdout = driver.bytes(session.stdout)?;
         let stderr = match session.stderr {
             Some(s) => Some(driver.bytes(s)?),

@@ -34,6 +34,16 @@ use crate::runtime::pool::Lease;
 use crate::runtime::state::{CANCEL_GRACE, HostState};
 use crate::types::Error;
 
+/// When a call's outcome is known, for the quarantine's count.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Settles {
+    /// When the call returns.
+    Now,
+    /// When the streams it returned are done (a 0.2.0 stream call: the
+    /// driver records it).
+    WithItsStreams,
+}
+
 /// Whether a call's instance may serve again afterwards.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum After {
@@ -57,11 +67,12 @@ impl Adapter {
         &self,
         method: &'static str,
         started: Stamp,
+        settles: Settles,
         body: Pin<&mut impl Future<Output = Result<T, CallError>>>,
     ) -> Result<T, CallError> {
         let span = self.span(method);
         let result = Traced::new(body, &span).await;
-        self.finish(&span, method, &result, started);
+        self.finish(&span, method, &result, started, settles);
         result
     }
 
@@ -122,7 +133,7 @@ impl Adapter {
         // `pipeline`'s steps, written out for the same reason.
         let span = self.span(method);
         let result = Traced::new(body, &span).await;
-        self.finish(&span, method, &result, started);
+        self.finish(&span, method, &result, started, Settles::Now);
         result
     }
 
@@ -132,6 +143,29 @@ impl Adapter {
         &self,
         ctx: &CallContext,
         method: &'static str,
+        f: impl AsyncFnOnce(Guest<'_>, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
+    ) -> Result<(R, Lease<'static>), CallError> {
+        self.dedicated(ctx, method, Settles::Now, f).await
+    }
+
+    /// [`Adapter::call_dedicated`] for a 0.2.0 call whose streams the host
+    /// then drives (`drive.rs`): its outcome is theirs, so the call
+    /// returning counts toward the quarantine only if it failed.
+    pub(super) async fn call_driven<R>(
+        &self,
+        ctx: &CallContext,
+        method: &'static str,
+        f: impl AsyncFnOnce(Guest<'_>, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
+    ) -> Result<(R, Lease<'static>), CallError> {
+        self.dedicated(ctx, method, Settles::WithItsStreams, f)
+            .await
+    }
+
+    async fn dedicated<R>(
+        &self,
+        ctx: &CallContext,
+        method: &'static str,
+        settles: Settles,
         f: impl AsyncFnOnce(Guest<'_>, &mut Store<HostState>) -> wasmtime::Result<Result<R, Error>>,
     ) -> Result<(R, Lease<'static>), CallError> {
         // A dedicated call makes an instance, tens of microseconds: its
@@ -156,7 +190,7 @@ impl Adapter {
             .await?;
             Ok((r, lease))
         });
-        self.pipeline(method, started, body).await
+        self.pipeline(method, started, settles, body).await
     }
 
     /// The span every call runs in.
@@ -213,12 +247,17 @@ impl Adapter {
         method: &'static str,
         result: &Result<R, CallError>,
         started: Stamp,
+        settles: Settles,
     ) {
         // A failed call's events (the failure, the quarantine it may trip)
         // in the call's span, as the call itself ran ([`Traced`]); a call
         // that succeeded emits none.
         let _entered = result.is_err().then(|| span.enter());
-        self.inner.breaker.record(&self.inner.identity.name, result);
+        // A call whose streams are still to run has not succeeded yet: its
+        // success would clear the count of the faults its streams had.
+        if settles == Settles::Now || result.is_err() {
+            self.inner.breaker.record(&self.inner.identity.name, result);
+        }
         let took = started.elapsed();
         self.inner.metrics.record_call(
             &self.inner.call_handles,

@@ -9,7 +9,7 @@ use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use super::Adapter;
 use super::exec_v0_2::SessionV0_2;
-use super::invoke::run;
+use super::invoke::{Settles, run};
 use crate::bindings::v0_1::exports::pando::runtime::adapter::Guest as GuestV0_1;
 use crate::call::CallContext;
 use crate::error::CallError;
@@ -83,7 +83,7 @@ impl ExecSession {
             },
         ));
         adapter
-            .pipeline(method, crate::clock::Stamp::now(), body)
+            .pipeline(method, crate::clock::Stamp::now(), Settles::Now, body)
             .await
     }
 

@@ -48,12 +48,12 @@ pub(super) fn v0_2_only(
 macro_rules! driven {
     ($self:expr, $ctx:expr, $name:literal, $method:ident($($arg:expr),*)) => {{
         let (stream, lease) = $self
-            .call_dedicated($ctx, $name, async |g, s| {
+            .call_driven($ctx, $name, async |g, s| {
                 let g = v0_2_only(g)?;
                 run_v0_2(s, async |a| g.$method(a, $($arg),*).await).await
             })
             .await?;
-        drive(&$self.inner.identity.name, $name, lease, stream)?
+        drive($self, $name, lease, stream)?
     }};
 }
 
@@ -161,12 +161,12 @@ impl Adapter {
         let name = &self.inner.identity.name;
         let method = "watch-bundles";
         let (watch, lease) = self
-            .call_dedicated(ctx, method, async |g, s| {
+            .call_driven(ctx, method, async |g, s| {
                 let g = v0_2_only(g)?;
                 run_v0_2(s, async |a| g.call_watch_bundles(a).await).await
             })
             .await?;
-        let mut driver = Driver::new(name, method, lease);
+        let mut driver = Driver::new(self, method, lease);
         driver.items(watch.events, events)?;
         let end = driver.value(watch.end, None)?;
         let (mut end, guard) = driver.spawn(end);

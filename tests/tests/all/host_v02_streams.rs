@@ -425,3 +425,46 @@ async fn a_0_2_adapter_trapping_mid_stream_ends_cores_read_in_the_trap() {
         .expect("a whole log");
     assert_eq!(whole, b"line 1\nline 2\n");
 }
+
+/// A trap in a stream's phase is a fault of the adapter as a trap in a call
+/// is: with `quarantine_after: 2`, two streams that crash quarantine it.
+#[tokio::test]
+async fn traps_after_a_0_2_call_returned_count_toward_the_quarantine() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = host(&cache);
+    let adapter = host
+        .load_file(
+            &components::v02_adapter(),
+            LoadOptions {
+                limits: Limits {
+                    quarantine_after: 2,
+                    quarantine_backoff: Duration::from_secs(60),
+                    ..Limits::default()
+                },
+                ..LoadOptions::default()
+            },
+        )
+        .await
+        .expect("loads");
+    for _ in 0..2 {
+        let mut log = adapter
+            .logs(
+                &CallContext::default(),
+                &wref("shop", "panic"),
+                &LogOptions::default(),
+            )
+            .await
+            .expect("the call itself returns");
+        let read = log.read_to_end(1 << 10).await;
+        assert!(read.is_err(), "a crashed stream is not whole: {read:?}");
+    }
+    assert!(
+        adapter.quarantine().is_some(),
+        "quarantined after two crashes"
+    );
+    let err = adapter
+        .health_check(&CallContext::default())
+        .await
+        .expect_err("a quarantined adapter's calls fail at once");
+    assert_eq!(err.kind(), "quarantined", "{err}");
+}
