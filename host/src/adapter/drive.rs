@@ -169,10 +169,11 @@ impl Driver {
     /// The bytes the guest writes into `stream`, as a duplex end core
     /// reads.
     pub(super) fn bytes(&mut self, stream: StreamReader<u8>) -> Result<DuplexStream, CallError> {
-        // Four of the pipes' chunks: at one, each 64 KiB was a hand-off
-        // between the driving task and core's reader, and a 0.2.0 snapshot
-        // ran at 0.74x a 0.1.0 one (the `versions` bench).
-        let (host_end, core_end) = tokio::io::duplex(4 * CHUNK);
+        // 1 MiB, what 0.1.0's channel to core's writer holds at most: each
+        // time it fills is a hand-off between the driving task and core's
+        // reader, and at 64 KiB a 0.2.0 snapshot ran at 0.74x a 0.1.0 one,
+        // at 256 KiB 0.79-0.95x, at 1 MiB 0.96-1.00x (the `versions` bench).
+        let (host_end, core_end) = tokio::io::duplex(16 * CHUNK);
         let pipe = WritePipe::new(host_end, self.alive.clone());
         stream
             .pipe(&mut self.lease.instance().store, pipe)
