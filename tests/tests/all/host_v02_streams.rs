@@ -21,7 +21,15 @@ fn host(cache: &tempfile::TempDir) -> Host {
 }
 
 async fn load_v02(host: &Host) -> pando_host::Adapter {
-    host.load_file(&components::v02_adapter(), LoadOptions::default())
+    load_v02_with(host, Limits::default()).await
+}
+
+async fn load_v02_with(host: &Host, limits: Limits) -> pando_host::Adapter {
+    let options = LoadOptions {
+        limits,
+        ..LoadOptions::default()
+    };
+    host.load_file(&components::v02_adapter(), options)
         .await
         .expect("the 0.2.0 test adapter loads")
 }
@@ -151,19 +159,14 @@ async fn a_0_2_snapshot_copies_every_byte_into_cores_writer() {
 async fn dropping_an_endless_0_2_stream_ends_the_adapters_task_and_frees_its_instance() {
     let cache = tempfile::tempdir().expect("tempdir");
     let host = host(&cache);
-    let adapter = host
-        .load_file(
-            &components::v02_adapter(),
-            LoadOptions {
-                limits: Limits {
-                    max_long_running: 1,
-                    ..Limits::default()
-                },
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("loads");
+    let adapter = load_v02_with(
+        &host,
+        Limits {
+            max_long_running: 1,
+            ..Limits::default()
+        },
+    )
+    .await;
     for round in 0..3 {
         // Within 5 s: an instance still held by the stream before would
         // leave this one waiting for its slot until the deadline.
@@ -361,19 +364,14 @@ async fn a_0_2_watch_streams_events_to_core_and_ends_when_core_lets_go() {
 async fn a_0_2_stream_the_adapter_ignores_is_ended_by_the_host_when_core_drops_it() {
     let cache = tempfile::tempdir().expect("tempdir");
     let host = host(&cache);
-    let adapter = host
-        .load_file(
-            &components::v02_adapter(),
-            LoadOptions {
-                limits: Limits {
-                    max_long_running: 1,
-                    ..Limits::default()
-                },
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("loads");
+    let adapter = load_v02_with(
+        &host,
+        Limits {
+            max_long_running: 1,
+            ..Limits::default()
+        },
+    )
+    .await;
     for round in 0..2 {
         // Within 5 s: past the grace (1 s), the first stream's instance
         // must be gone for the second to get the one slot.
@@ -432,20 +430,15 @@ async fn a_0_2_adapter_trapping_mid_stream_ends_cores_read_in_the_trap() {
 async fn traps_after_a_0_2_call_returned_count_toward_the_quarantine() {
     let cache = tempfile::tempdir().expect("tempdir");
     let host = host(&cache);
-    let adapter = host
-        .load_file(
-            &components::v02_adapter(),
-            LoadOptions {
-                limits: Limits {
-                    quarantine_after: 2,
-                    quarantine_backoff: Duration::from_secs(60),
-                    ..Limits::default()
-                },
-                ..LoadOptions::default()
-            },
-        )
-        .await
-        .expect("loads");
+    let adapter = load_v02_with(
+        &host,
+        Limits {
+            quarantine_after: 2,
+            quarantine_backoff: Duration::from_secs(60),
+            ..Limits::default()
+        },
+    )
+    .await;
     for _ in 0..2 {
         let mut log = adapter
             .logs(
