@@ -7,6 +7,9 @@
 #   prune_build_cache           remove a toolchain's folder unused for PANDO_BUILD_CACHE_DAYS
 #                               (default 7), empty one grown past PANDO_BUILD_CACHE_MAX_GB
 #                               (default 40); run once, before any build starts (.ci/run)
+#   make_room WANT_GB           when $ROOT's disk has less than WANT_GB free, remove the cache's
+#                               incremental state (a developer's; CI builds without it), then,
+#                               if still short, the whole cache; run after prune_build_cache
 #
 # Cargo keeps what it compiled (dependencies' rlibs, build scripts' output, incremental state) in
 # the build directory and only the final artifacts (binaries, the wasm components) in target/. A
@@ -58,4 +61,23 @@ prune_build_cache() {
       step "build cache: $dir holds $((${kb:-0} / 1024 / 1024)) GB"
     fi
   done < <(find "$root" -mindepth 1 -maxdepth 1 -type d)
+}
+
+free_gb() { df -Pk "$ROOT" | awk 'NR == 2 {print int($4 / 1024 / 1024)}'; }
+
+# A developer's own builds leave incremental state in the cache (gigabytes per profile); a CI run
+# never reads it, since it builds with CARGO_INCREMENTAL=0 and a fresh clone's crates are new to
+# it anyway. Removing it costs the next local build its head start, nothing else. The whole cache
+# goes only when that is not enough: a cold build is slower, a full disk fails half an hour in.
+make_room() {
+  local want_gb="$1" root="${PANDO_BUILD_CACHE:-}" have
+  [[ -n "$root" && "$root" != off && -d "$root" ]] || return 0
+  have="$(free_gb)"
+  [[ "$have" =~ ^[0-9]+$ ]] && ((have < want_gb)) || return 0
+  step "build cache: $have GB free, under $want_gb GB; removing the cache's incremental state"
+  find "$root" -mindepth 2 -maxdepth 4 -type d -name incremental -prune -exec rm -rf {} +
+  have="$(free_gb)"
+  ((have < want_gb)) || return 0
+  step "build cache: $have GB free, still under $want_gb GB; emptying $root"
+  rm -rf "${root:?}"/*
 }
