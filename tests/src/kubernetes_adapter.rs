@@ -19,6 +19,7 @@ use pando_host::types::{
 };
 use pando_host::{Adapter, CallContext, Grants, Host};
 use tracing::field::{Field, Visit};
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -436,11 +437,23 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for AuditCounter {
     }
 }
 
-/// Installs the audit counter as the process's subscriber, once.
+/// Installs the audit counter as the process's subscriber, once, and with
+/// `RUST_LOG` set, a log of the host's and the adapter's events in the
+/// test's captured output (`--nocapture` shows it as it happens).
 pub fn install_audit_counter() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        let _ = tracing_subscriber::registry().with(AuditCounter).try_init();
+        let log = tracing_subscriber::EnvFilter::try_from_default_env()
+            .ok()
+            .map(|filter| {
+                tracing_subscriber::fmt::layer()
+                    .with_test_writer()
+                    .with_filter(filter)
+            });
+        let _ = tracing_subscriber::registry()
+            .with(AuditCounter)
+            .with(log)
+            .try_init();
     });
 }
 

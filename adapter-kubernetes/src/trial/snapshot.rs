@@ -82,11 +82,17 @@ fi
 
 /// Unpacks the archive on stdin into a staging directory on the volume.
 /// A swap that a crash cut short is recovered first (see [`recover_script`]).
+/// It prints [`READY`] once the recovery is done and the staging directory
+/// made, and only then reads stdin: from there on it touches nothing but the
+/// staging directory, so an abort that follows a failed stream cannot race
+/// its recovery or its `mkdir` (a session dropped does not stop the script
+/// where stdin's end never reaches it, module doc).
 pub const UNPACK_SCRIPT: &str = concat!(
     "set -e\n",
     recover_script!(),
     r#"rm -rf "$s"
 mkdir "$s"
+echo ready
 if ! tar -C "$s" -xf -; then
   echo "the stream is not a tar archive that snapshot-volume wrote; the volume is unchanged" >&2
   exit 65
@@ -121,11 +127,18 @@ const CHUNK: u64 = 64 * 1024;
 
 /// Removes what a failed restore left, and recovers a swap that failed part-way
 /// ([`recover_script`]): the old contents, or the new when it had committed.
+/// An unpack whose stream failed may still be running its tar, which can
+/// make an entry in the staging directory while `rm -rf` empties it (then
+/// `rm` fails on the directory); tar's working directory gone, it can make
+/// none after, so a second pass removes the rest.
 const ABORT_SCRIPT: &str = concat!(
     recover_script!(),
-    r#"rm -rf "$s"
+    r#"rm -rf "$s" 2>/dev/null || { sleep 1; rm -rf "$s"; }
 "#
 );
+
+/// What [`UNPACK_SCRIPT`] prints on stdout before it reads the archive.
+const READY: &[u8] = b"ready\n";
 
 /// Where a helper mounts a claim: unique per namespace and claim, so that
 /// one directory tree can stand in for every helper's filesystem on the
@@ -266,6 +279,16 @@ fn unpack(pod: &HelperPod, path: &str, from: &InputStream) -> Result<(), Error> 
     let Some(stdin) = ExecSession::stdin(&mut session) else {
         return Err(Error::Internal("the unpacking session has no stdin".into()));
     };
+    let out = ExecSession::stdout(&mut session);
+    if !await_ready(out.as_ref())? {
+        // The script ended before it read anything: its recovery failed. Its status
+        // and stderr say how.
+        drop(stdin);
+        let ended = finish_with(&mut session, out, None);
+        return Err(ended.err().unwrap_or_else(|| {
+            Error::Internal("the unpacking script ended before it read the archive".into())
+        }));
+    }
     let mut zeros = 0usize;
     let mut sent = 0u64;
     let mut open = true;
@@ -318,12 +341,38 @@ fn unpack(pod: &HelperPod, path: &str, from: &InputStream) -> Result<(), Error> 
              the volume is unchanged",
         ));
     }
-    finish(&mut session, None).map_err(|e| match e {
+    finish_with(&mut session, out, None).map_err(|e| match e {
         Error::CommandFailed(f) if f.exit_code == NOT_AN_ARCHIVE => {
             error::invalid(f.stderr.trim().to_owned())
         }
         e => e,
     })
+}
+
+/// Reads the unpack script's stdout up to [`READY`]: `true` once it came,
+/// `false` when stdout ended first.
+fn await_ready(out: Option<&InputStream>) -> Result<bool, Error> {
+    let Some(out) = out else {
+        return Err(Error::Internal(
+            "the unpacking session has no stdout".into(),
+        ));
+    };
+    let mut seen = Vec::new();
+    while !seen.ends_with(READY) {
+        let want = READY.len().saturating_sub(seen.len()).max(1) as u64;
+        match out.blocking_read(want) {
+            Ok(bytes) => seen.extend_from_slice(&bytes),
+            Err(StreamError::Closed) => return Ok(false),
+            Err(StreamError::LastOperationFailed(e)) => {
+                return Err(error::unavailable(format!(
+                    "reading the unpacking script's output failed: {}",
+                    e.to_debug_string()
+                )));
+            }
+        }
+        time::check_cancelled()?;
+    }
+    Ok(true)
 }
 
 /// The count of zero bytes that end the stream so far, after `bytes`.
@@ -371,6 +420,15 @@ fn send(out: &OutputStream, bytes: &[u8]) -> Result<bool, Error> {
 /// checks its exit status: non-zero is `command-failed` with stderr's tail.
 fn finish(session: &mut raw::ExecSession, into: Option<&OutputStream>) -> Result<(), Error> {
     let out = ExecSession::stdout(session);
+    finish_with(session, out, into)
+}
+
+/// [`finish`] with stdout already taken from the session.
+fn finish_with(
+    session: &mut raw::ExecSession,
+    out: Option<InputStream>,
+    into: Option<&OutputStream>,
+) -> Result<(), Error> {
     let err = ExecSession::stderr(session);
     let stderr = exec::pump(out.as_ref(), err.as_ref(), into)?;
     drop((out, err));
