@@ -17,7 +17,7 @@ use anyhow::{Result, ensure};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use pando_host::Adapter;
-use pando_host::types::{BundlePlan, EgressPolicy, NetworkRules};
+use pando_host::types::BundlePlan;
 
 use super::{call_ctx, us, what};
 use crate::env::{self, Identity};
@@ -128,16 +128,7 @@ pub async fn profile_loop(
 
 /// kube-probe's `flood:3`: three GETs of namespace `default`.
 pub(super) fn flood_plan() -> BundlePlan {
-    BundlePlan {
-        id: format!("flood:{GETS}"),
-        revision: "1".into(),
-        workloads: Vec::new(),
-        volumes: Vec::new(),
-        network: NetworkRules {
-            egress: EgressPolicy::None,
-        },
-        pull_credentials: Vec::new(),
-    }
+    super::probe_plan(format!("flood:{GETS}"))
 }
 
 async fn host_call(adapter: &Adapter, plan: &BundlePlan) -> Result<()> {

@@ -29,14 +29,13 @@
 //! calls; the namespace goes at the end.
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail, ensure};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
-use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 use pando_host::Adapter;
-use pando_host::types::{BundlePlan, EgressPolicy, NetworkRules};
 use serde_json::{Value, json};
 
 use super::observe_setup as setup;
@@ -87,14 +86,7 @@ pub async fn run(quick: bool) -> Result<Bench> {
     let admin = env::client(Identity::Admin).await?;
     prepare_namespace(&admin).await?;
     let outcome = measure(&admin, quick).await;
-    let cleanup = Api::<Namespace>::all(admin)
-        .delete(NAMESPACE, &DeleteParams::background())
-        .await;
-    let mut bench = outcome?;
-    if let Err(e) = cleanup {
-        bench.note(format!("cleanup of {NAMESPACE} failed: {e}"));
-    }
-    Ok(bench)
+    super::namespace_deleted(admin, NAMESPACE, outcome).await
 }
 
 async fn measure(admin: &Client, quick: bool) -> Result<Bench> {
@@ -241,7 +233,7 @@ async fn run_pair(
             )
         }
     };
-    let plan = plan(host_req.0);
+    let plan = super::probe_plan(host_req.0);
     let expect = host_req.1;
     let mut native_req = Some(native_req);
     for host_turn in [host_first, !host_first] {
@@ -388,20 +380,6 @@ fn native_request(
         .body(body.as_bytes().to_vec())?)
 }
 
-/// kube-probe's plan whose id is the operation.
-fn plan(id: String) -> BundlePlan {
-    BundlePlan {
-        id,
-        revision: "1".into(),
-        workloads: Vec::new(),
-        volumes: Vec::new(),
-        network: NetworkRules {
-            egress: EgressPolicy::None,
-        },
-        pull_credentials: Vec::new(),
-    }
-}
-
 /// A pod that meets baseline and the host's pod rules (no token, no
 /// `nodeName`), and that nothing will schedule or run: `name` if given,
 /// else `generateName`, labelled `LABEL=label`.
@@ -449,31 +427,10 @@ fn configmap_body(len: usize) -> Result<String> {
 /// The namespace, empty of earlier runs' objects, with its `default`
 /// ServiceAccount (pod admission needs it) and the two patch pods.
 async fn prepare_namespace(admin: &Client) -> Result<()> {
-    if !setup::namespace_ready(admin, NAMESPACE).await? {
-        let ns = Namespace {
-            metadata: ObjectMeta {
-                name: Some(NAMESPACE.into()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        Api::<Namespace>::all(admin.clone())
-            .create(&PostParams::default(), &ns)
-            .await?;
-    }
     // `pando` writes here only through the adapter's namespace role.
-    crate::env::bind_adapter(admin, NAMESPACE).await?;
+    setup::bench_namespace(admin, NAMESPACE, true).await?;
     // A run that failed midway may have left created objects.
     clean_batch(admin, 0).await.ok();
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), NAMESPACE);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while accounts.get_opt("default").await?.is_none() {
-        ensure!(
-            Instant::now() < deadline,
-            "{NAMESPACE} has no `default` ServiceAccount after 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
     let pods: Api<Pod> = Api::namespaced(admin.clone(), NAMESPACE);
     for name in PATCH_PODS {
         if pods.get_opt(name).await?.is_none() {

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
 use futures::AsyncBufReadExt as _;
-use k8s_openapi::api::core::v1::{Container, Namespace, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::Api;
 use kube::api::{LogParams, ObjectMeta, PostParams};
 use pando_host::Adapter;
@@ -153,20 +153,8 @@ fn write_log_file(bytes: u64) -> Result<()> {
 }
 
 async fn ensure_namespace(admin: &kube::Client) -> Result<()> {
-    if !setup::namespace_ready(admin, NAMESPACE).await? {
-        let ns = Namespace {
-            metadata: ObjectMeta {
-                name: Some(NAMESPACE.into()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        Api::<Namespace>::all(admin.clone())
-            .create(&PostParams::default(), &ns)
-            .await?;
-    }
     // `pando` reads logs here only through the adapter's namespace role.
-    crate::env::bind_adapter(admin, NAMESPACE).await
+    setup::bench_namespace(admin, NAMESPACE, false).await
 }
 
 /// A running pod `name` in the bench namespace whose one container is

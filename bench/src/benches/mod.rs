@@ -9,6 +9,7 @@ mod kube_write;
 mod kube_write_check;
 mod load;
 mod logs;
+mod managed_fields;
 pub(crate) mod memory;
 mod observe;
 mod observe_setup;
@@ -50,6 +51,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         "kube-3rtt",
         "a call making 3 Kubernetes GETs through the host vs the same 3 GETs with kube-rs",
+    ),
+    (
+        "managed-fields",
+        "a call reading a Pod 3 times, decoded by the guest: `managedFields` left out by the host vs asked for",
     ),
     (
         "kube-write",
@@ -97,6 +102,7 @@ pub async fn run(name: &str, quick: bool, max_apps: usize) -> Result<Bench> {
         "pool" => pool::run(quick).await,
         "load" => load::run(quick).await,
         "kube-3rtt" => kube_rtt::run(quick).await,
+        "managed-fields" => managed_fields::run(quick).await,
         "kube-write" => kube_write::run(quick).await,
         "log" => logs::run(quick).await,
         "snapshot" => snapshot::run(quick).await,
@@ -118,6 +124,35 @@ async fn delete_namespace(bench: &mut Bench, admin: kube::Client, ns: &str) {
         .await;
     if let Err(e) = deleted {
         bench.note(format!("cleanup of {ns} failed: {e}"));
+    }
+}
+
+/// `outcome`, once namespace `ns` is deleted whether or not it is a bench
+/// (a failed deletion is a note on the bench).
+async fn namespace_deleted(admin: kube::Client, ns: &str, outcome: Result<Bench>) -> Result<Bench> {
+    let cleanup = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(admin)
+        .delete(ns, &kube::api::DeleteParams::background())
+        .await;
+    let mut bench = outcome?;
+    if let Err(e) = cleanup {
+        bench.note(format!("cleanup of {ns} failed: {e}"));
+    }
+    Ok(bench)
+}
+
+/// A plan whose `id` names one of kube-probe's operations (its crate
+/// docs), and nothing else.
+fn probe_plan(id: String) -> pando_host::types::BundlePlan {
+    use pando_host::types::{BundlePlan, EgressPolicy, NetworkRules};
+    BundlePlan {
+        id,
+        revision: "1".into(),
+        workloads: Vec::new(),
+        volumes: Vec::new(),
+        network: NetworkRules {
+            egress: EgressPolicy::None,
+        },
+        pull_credentials: Vec::new(),
     }
 }
 

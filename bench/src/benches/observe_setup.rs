@@ -14,9 +14,9 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail, ensure};
 use futures::{StreamExt as _, TryStreamExt as _};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::{Api, Client};
@@ -106,6 +106,38 @@ pub async fn namespace_ready(admin: &Client, name: &str) -> Result<bool> {
             Some(_) => tokio::time::sleep(Duration::from_secs(1)).await,
         }
     }
+}
+
+/// A benchmark's namespace `name`, made when missing, with `pando` bound in
+/// it through the adapter's namespace role; with `pods`, once it has the
+/// `default` ServiceAccount that pod admission needs (up to 30 s).
+pub async fn bench_namespace(admin: &Client, name: &str, pods: bool) -> Result<()> {
+    if !namespace_ready(admin, name).await? {
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(admin.clone())
+            .create(&PostParams::default(), &ns)
+            .await?;
+    }
+    crate::env::bind_adapter(admin, name).await?;
+    if !pods {
+        return Ok(());
+    }
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), name);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while accounts.get_opt("default").await?.is_none() {
+        ensure!(
+            Instant::now() < deadline,
+            "{name} has no `default` ServiceAccount after 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
 }
 
 /// Creates the apps `ids`, `CONCURRENCY` at a time.

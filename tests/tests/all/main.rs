@@ -33,6 +33,7 @@ mod kube_audit;
 mod kube_budgets;
 mod kube_cache;
 mod kube_grants;
+mod kube_managed_fields;
 mod kube_objects;
 mod kube_sdk;
 mod kube_streams;

@@ -17,6 +17,7 @@ mod ceiling;
 mod cut;
 mod exec;
 mod lend;
+mod managed_fields;
 mod redact;
 pub mod requests;
 pub(crate) mod send;

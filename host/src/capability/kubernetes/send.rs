@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 use http_body_util::BodyExt;
 
 use super::audit::Audit;
+use super::managed_fields;
 use super::writes::Policed;
 use super::{KubeContext, denial_message};
 use crate::bindings::v0_1::pando::runtime::kubernetes::{
@@ -167,13 +168,15 @@ impl KubeContext {
         &self,
         audit: &Audit<'_>,
         parsed: ApiRequest,
-        req: Request,
+        mut req: Request,
         deadline: Option<Instant>,
     ) -> Result<Response, ApiError> {
+        let show_managed_fields = managed_fields::take_show(&mut req.query);
         // A read the cache answers spends the cache's budget, not the API
         // server's: it never reaches the server. The answer is built within
-        // the byte cap first; the token paces the next one.
-        if let Some(hit) = self.cached(audit, &parsed, &req) {
+        // the byte cap first; the token paces the next one. The cache keeps
+        // no `managedFields`: a read that asks for them goes to the server.
+        if !show_managed_fields && let Some(hit) = self.cached(audit, &parsed, &req) {
             self.cache_limiter.acquire().await;
             return hit;
         }
@@ -219,6 +222,9 @@ impl KubeContext {
             && let Some(mask) = self.redaction.for_target(target)
         {
             response.body = mask.body(&response.body).map_err(ApiError::Transport)?;
+        }
+        if !show_managed_fields && let Some(body) = managed_fields::strip(&response.body) {
+            response.body = body;
         }
         Ok(response)
     }

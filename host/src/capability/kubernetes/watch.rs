@@ -213,6 +213,8 @@ async fn drive(
         .as_ref()
         .and_then(|(redaction, target)| redaction.for_target(target));
     let shown = |mut o: serde_json::Value| {
+        // A watch has no query to ask for them with (`managed_fields`).
+        super::managed_fields::strip_value(&mut o);
         if let Some(m) = mask {
             m.object(&mut o);
         }

@@ -200,7 +200,9 @@ pub const NON_RESOURCE_PATHS: &[&str] = &["/version", "/readyz", "/livez", "/hea
 
 /// The query keys an adapter may send. Every other key could change what is
 /// reached or how (`fieldManager` is harmless and kept; keys like
-/// `namespace` or `name` are not accepted anywhere).
+/// `namespace` or `name` are not accepted anywhere). `showManagedFields` is
+/// the host's own: it asks for what the host leaves out of an answer, and
+/// is taken off before the request is sent.
 pub const ALLOWED_QUERY_KEYS: &[&str] = &[
     "labelSelector",
     "fieldSelector",
@@ -225,6 +227,7 @@ pub const ALLOWED_QUERY_KEYS: &[&str] = &[
     "limitBytes",
     "pretty",
     "sendInitialEvents",
+    "showManagedFields",
 ];
 
 mod error;

@@ -28,6 +28,7 @@
 //! | `watches:<n>:<ns>` | `n` raw watches of pods in `<ns>` opened and held at once, then dropped | `ok=<opened> failed=<refused> error=<the first refusal>` |
 //! | `read:<path>`, `read:any:<path>` | raw `GET` of `<path>` (`?k=v&…` after it the query, unencoded; with `resourceVersion=0` for `any:`, which the host's cache may answer); a non-2xx answer is an error | `hit:` or `live:`, then the body as the guest was shown it |
 //! | `create-ns:<name>` | create namespace `<name>` | its name |
+//! | `pod-reads:<n>:<keep\|strip>:<ns>/<name>` | `n` raw `GET`s of pod `<ns>/<name>`, each decoded into a typed `Pod` as the SDK's typed reads do; `keep` asks for `managedFields` (`showManagedFields=true`), `strip` takes what the host gives | the last answer's body length in bytes |
 //! | `flood:<n>` | `n` GETs of `/api/v1/namespaces/default` (stopping early on timeout or cancellation) | how many succeeded |
 //! | `big-body:<bytes>` | create a ConfigMap (`generateName: big-body-`) in `pando-probe` with one data value of `<bytes>` bytes | its name |
 //! | `dynamic:<ns>:<name>` | ConfigMap `<name>` created from JSON, patched, read and listed through `Api<DynamicObject>`, listed and read as metadata only (`sdk.rs`) | `kind=… greeting=… patched=… listed=… meta=… meta-rv=…` |
@@ -45,10 +46,7 @@ use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
     ConfigMap, Namespace, PersistentVolume, Pod, Secret,
 };
 use pando_adapter_sdk::kube::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use pando_adapter_sdk::kube::{
-    Api, ExecParams, KubeError, ListParams, LogParams, PostParams, WatchEnd, WatchEvent,
-    WatchParams, WatchStream,
-};
+use pando_adapter_sdk::kube::{Api, ExecParams, KubeError, ListParams, LogParams, PostParams};
 use pando_adapter_sdk::kubernetes::{self, ContentType, Method, Request};
 use pando_adapter_sdk::types::{
     BundleHandle, BundlePlan, BundleRef, Category, Error, ExecRequest, InputStream, IsolationClass,
@@ -56,7 +54,13 @@ use pando_adapter_sdk::types::{
 };
 use pando_adapter_sdk::{Adapter, ExecSession, error, export_adapter};
 
+mod bulk;
 mod sdk;
+
+use bulk::{
+    deny_flood, hold_sessions, hold_watches, huge_body, pod_reads, watch, watch_objects,
+    write_flood,
+};
 
 struct KubeProbe;
 
@@ -194,15 +198,8 @@ fn operation(id: &str) -> Result<String, Error> {
                 "delete" => Method::Delete,
                 other => return Err(error::invalid(format!("plan.id: no method {other:?}"))),
             };
-            let response = kubernetes::send(&raw_request(method, path)).map_err(KubeError::from)?;
-            if (200..300).contains(&response.status) {
-                Ok(response.status.to_string())
-            } else {
-                Err(
-                    KubeError::from_response(response.status, &response.headers, &response.body)
-                        .into(),
-                )
-            }
+            let response = send_ok(&raw_request(method, path))?;
+            Ok(response.status.to_string())
         }
         // A hostile adapter's request: any method, path, content type and
         // body, exactly as given.
@@ -240,19 +237,12 @@ fn operation(id: &str) -> Result<String, Error> {
                 // the result, not whether the apply conflicts.
                 request.query.push(("force".into(), "true".into()));
             }
-            let response = kubernetes::send(&request).map_err(KubeError::from)?;
-            if (200..300).contains(&response.status) {
-                Ok(format!(
-                    "{}:{}",
-                    response.status,
-                    String::from_utf8_lossy(&response.body)
-                ))
-            } else {
-                Err(
-                    KubeError::from_response(response.status, &response.headers, &response.body)
-                        .into(),
-                )
-            }
+            let response = send_ok(&request)?;
+            Ok(format!(
+                "{}:{}",
+                response.status,
+                String::from_utf8_lossy(&response.body)
+            ))
         }
         // A GET whose answer is returned whole, as the guest was shown it:
         // `read:<path>` live, `read:any:<path>` at any resource version
@@ -272,15 +262,7 @@ fn operation(id: &str) -> Result<String, Error> {
             if any {
                 request.query.push(("resourceVersion".into(), "0".into()));
             }
-            let response = kubernetes::send(&request).map_err(KubeError::from)?;
-            if !(200..300).contains(&response.status) {
-                return Err(KubeError::from_response(
-                    response.status,
-                    &response.headers,
-                    &response.body,
-                )
-                .into());
-            }
+            let response = send_ok(&request)?;
             let source = response
                 .headers
                 .iter()
@@ -296,15 +278,7 @@ fn operation(id: &str) -> Result<String, Error> {
         "any-version" => {
             let mut request = raw_request(Method::Get, arg);
             request.query.push(("resourceVersion".into(), "0".into()));
-            let response = kubernetes::send(&request).map_err(KubeError::from)?;
-            if !(200..300).contains(&response.status) {
-                return Err(KubeError::from_response(
-                    response.status,
-                    &response.headers,
-                    &response.body,
-                )
-                .into());
-            }
+            let response = send_ok(&request)?;
             let source = response
                 .headers
                 .iter()
@@ -354,6 +328,7 @@ fn operation(id: &str) -> Result<String, Error> {
                 .create(&PostParams::default(), &config_map)?;
             Ok(created.metadata.name.unwrap_or_default())
         }
+        "pod-reads" => pod_reads(arg),
         "huge-body" => huge_body(arg),
         "write-flood" => write_flood(arg),
         "deny-flood" => deny_flood(arg),
@@ -368,257 +343,18 @@ fn operation(id: &str) -> Result<String, Error> {
     }
 }
 
-/// The pod watch `<namespace>:<timeout seconds>:<resource version>` names,
-/// for the operation `op` (named in the error when `arg` is not that).
-fn pod_watch(arg: &str, op: &str) -> Result<WatchStream<Pod>, Error> {
-    let mut parts = arg.splitn(3, ':');
-    let (Some(ns), Some(timeout), Some(rv)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(error::invalid(format!(
-            "plan.id: {op}:<namespace>:<timeout>:<version>"
-        )));
-    };
-    let timeout: u32 = timeout
-        .parse()
-        .map_err(|_| error::invalid(format!("plan.id: {timeout:?} is not a number of seconds")))?;
-    let params = WatchParams {
-        timeout_seconds: Some(timeout),
-        ..WatchParams::default()
-    };
-    Ok(Api::<Pod>::namespaced(ns).watch(&params, rv)?)
-}
-
-/// `watch:<namespace>:<timeout seconds>:<resource version>`: watches pods in
-/// the namespace from that version (empty: from now) until the watch ends,
-/// and reports how: `closed:<events>:<last version>` when the server closed
-/// it, `expired:<message>` on 410 Gone; a failure is an error.
-fn watch(arg: &str) -> Result<String, Error> {
-    let mut stream = pod_watch(arg, "watch")?;
-    let mut events = 0u32;
-    loop {
-        match stream.next() {
-            Ok(_) => events += 1,
-            Err(WatchEnd::Closed) => {
-                return Ok(format!(
-                    "closed:{events}:{}",
-                    stream.resource_version().unwrap_or("")
-                ));
-            }
-            Err(WatchEnd::Expired(message)) => return Ok(format!("expired:{message}")),
-            Err(WatchEnd::Failed(e)) => return Err(e.into()),
-        }
+/// Sends `request`: its answer when the status is 2xx, else the error the
+/// answer carries.
+pub(crate) fn send_ok(request: &Request) -> Result<kubernetes::Response, Error> {
+    let response = kubernetes::send(request).map_err(KubeError::from)?;
+    if (200..300).contains(&response.status) {
+        Ok(response)
+    } else {
+        Err(KubeError::from_response(response.status, &response.headers, &response.body).into())
     }
 }
 
-/// `watch-objects:<namespace>:<timeout seconds>:<resource version>`: as
-/// `watch`, but reports the pods of the events as the guest was shown them,
-/// a JSON array, so that a test sees what a watch delivers (the host's read
-/// masks apply to watch events too).
-fn watch_objects(arg: &str) -> Result<String, Error> {
-    let mut stream = pod_watch(arg, "watch-objects")?;
-    let mut pods = Vec::new();
-    loop {
-        match stream.next() {
-            Ok(WatchEvent::Added(p) | WatchEvent::Modified(p) | WatchEvent::Deleted(p)) => {
-                pods.push(p)
-            }
-            Ok(WatchEvent::Bookmark(_)) => {}
-            Err(WatchEnd::Closed) => break,
-            Err(WatchEnd::Expired(message)) => {
-                return Err(error::invalid(format!("the watch expired: {message}")));
-            }
-            Err(WatchEnd::Failed(e)) => return Err(e.into()),
-        }
-    }
-    serde_json::to_string(&pods)
-        .map_err(|e| error::invalid(format!("the pods do not serialize: {e}")))
-}
-
-/// `huge-body:<bytes>`: a body of that size, built once in the guest's
-/// memory (no serialization copy), sent raw; the host's refusal reported
-/// by variant, so a test can tell `too-large` from any other error.
-fn huge_body(arg: &str) -> Result<String, Error> {
-    let bytes: usize = arg
-        .parse()
-        .map_err(|_| error::invalid(format!("plan.id: {arg:?} is not a size")))?;
-    const HEAD: &[u8] = br#"{"metadata":{"name":"huge-body"},"data":{"big":""#;
-    const TAIL: &[u8] = br#""}}"#;
-    let fill = bytes.saturating_sub(HEAD.len() + TAIL.len());
-    let mut body = Vec::with_capacity(HEAD.len() + fill + TAIL.len());
-    body.extend_from_slice(HEAD);
-    body.resize(HEAD.len() + fill, b'x');
-    body.extend_from_slice(TAIL);
-    let mut request = raw_request(Method::Post, "/api/v1/namespaces/pando-probe/configmaps");
-    request.body = Some(body);
-    request.content_type = Some(ContentType::Json);
-    Ok(match kubernetes::send(&request) {
-        Ok(response) => response.status.to_string(),
-        Err(kubernetes::ApiError::TooLarge(m)) => format!("too-large:{m}"),
-        Err(e) => format!("error:{e:?}"),
-    })
-}
-
-/// `watches:<n>:<ns>`: `n` watches held at once; how many opened, how many
-/// were refused, and the first refusal.
-fn hold_watches(arg: &str) -> Result<String, Error> {
-    let (n, ns) = arg
-        .split_once(':')
-        .ok_or_else(|| error::invalid("plan.id: watches:<n>:<namespace>"))?;
-    let n: usize = n
-        .parse()
-        .map_err(|_| error::invalid(format!("plan.id: {n:?} is not a count")))?;
-    let request = kubernetes::WatchRequest {
-        path: format!("/api/v1/namespaces/{ns}/pods"),
-        label_selector: None,
-        field_selector: None,
-        resource_version: None,
-        allow_bookmarks: false,
-        timeout_seconds: Some(60),
-    };
-    let mut held = Vec::new();
-    let (mut failed, mut first) = (0, String::new());
-    for _ in 0..n {
-        match kubernetes::watch(&request) {
-            Ok(w) => held.push(w),
-            Err(e) => {
-                failed += 1;
-                if first.is_empty() {
-                    first = format!("{e:?}");
-                }
-            }
-        }
-    }
-    Ok(format!("ok={} failed={failed} error={first}", held.len()))
-}
-
-/// `deny-flood:<n>:<path-bytes>`: one GET of a path `path-bytes` long,
-/// then `n` GETs the grants deny; how many of those were denied.
-fn deny_flood(arg: &str) -> Result<String, Error> {
-    let (n, path_bytes) = arg
-        .split_once(':')
-        .ok_or_else(|| error::invalid("plan.id: deny-flood:<n>:<path-bytes>"))?;
-    let count = |s: &str| {
-        s.parse::<usize>()
-            .map_err(|_| error::invalid(format!("plan.id: {s:?} is not a count")))
-    };
-    let (n, path_bytes) = (count(n)?, count(path_bytes)?);
-    let prefix = "/api/v1/namespaces/kube-system/secrets/";
-    let long = format!(
-        "{prefix}{}",
-        "x".repeat(path_bytes.saturating_sub(prefix.len()))
-    );
-    let _ = kubernetes::send(&raw_request(Method::Get, &long));
-    let denied_path = format!("{prefix}token");
-    let mut denied = 0;
-    for _ in 0..n {
-        if let Err(kubernetes::ApiError::Denied(_)) =
-            kubernetes::send(&raw_request(Method::Get, &denied_path))
-        {
-            denied += 1;
-        }
-    }
-    Ok(denied.to_string())
-}
-
-/// `write-flood:<n>:<bytes>:<namespace>`: creates `n` ConfigMaps of
-/// `bytes` each, going on past failures; `ok=<n> failed=<n> error=<first>`.
-fn write_flood(arg: &str) -> Result<String, Error> {
-    let mut parts = arg.splitn(3, ':');
-    let (Some(n), Some(bytes), Some(ns)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(error::invalid(
-            "plan.id: write-flood:<n>:<bytes>:<namespace>",
-        ));
-    };
-    let count = |s: &str| {
-        s.parse::<usize>()
-            .map_err(|_| error::invalid(format!("plan.id: {s:?} is not a count")))
-    };
-    let (n, bytes) = (count(n)?, count(bytes)?);
-    let api = Api::<ConfigMap>::namespaced(ns);
-    let (mut ok, mut failed, mut first) = (0, 0, String::new());
-    for _ in 0..n {
-        let config_map = ConfigMap {
-            metadata: ObjectMeta {
-                generate_name: Some("flood-".into()),
-                ..ObjectMeta::default()
-            },
-            data: Some(BTreeMap::from([("big".to_string(), "x".repeat(bytes))])),
-            ..ConfigMap::default()
-        };
-        match api.create(&PostParams::default(), &config_map) {
-            Ok(_) => ok += 1,
-            Err(e) => {
-                failed += 1;
-                if first.is_empty() {
-                    first = format!("{e:?}");
-                }
-            }
-        }
-    }
-    Ok(format!("ok={ok} failed={failed} error={first}"))
-}
-
-/// `sessions:<logs|exec>:<n>:<namespace>/<pod>`: opens `n` followed logs or
-/// `cat` exec sessions of the pod and holds them to the end of the call;
-/// `ok=<n> failed=<n> error=<first>`.
-fn hold_sessions(arg: &str) -> Result<String, Error> {
-    let mut parts = arg.splitn(3, ':');
-    let (Some(kind), Some(n), Some(target)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(error::invalid(
-            "plan.id: sessions:<logs|exec>:<n>:<namespace>/<pod>",
-        ));
-    };
-    let n: usize = n
-        .parse()
-        .map_err(|_| error::invalid(format!("plan.id: {n:?} is not a count")))?;
-    let (namespace, pod) = target
-        .split_once('/')
-        .ok_or_else(|| error::invalid("plan.id: <namespace>/<pod>"))?;
-    let mut logs = Vec::new();
-    let mut sessions = Vec::new();
-    let (mut failed, mut first) = (0, String::new());
-    for _ in 0..n {
-        let opened = match kind {
-            "logs" => kubernetes::logs(&kubernetes::LogRequest {
-                namespace: namespace.into(),
-                pod: pod.into(),
-                container: None,
-                follow: true,
-                previous: false,
-                tail_lines: None,
-                since_seconds: None,
-                timestamps: false,
-                limit_bytes: None,
-            })
-            .map(|s| logs.push(s)),
-            "exec" => kubernetes::exec(&kubernetes::ExecRequest {
-                namespace: namespace.into(),
-                pod: pod.into(),
-                container: None,
-                command: vec!["cat".into()],
-                stdin: true,
-                tty: false,
-            })
-            .map(|s| sessions.push(s)),
-            other => {
-                return Err(error::invalid(format!(
-                    "plan.id: no session kind {other:?}"
-                )));
-            }
-        };
-        if let Err(e) = opened {
-            failed += 1;
-            if first.is_empty() {
-                first = format!("{e:?}");
-            }
-        }
-    }
-    Ok(format!(
-        "ok={} failed={failed} error={first}",
-        logs.len() + sessions.len()
-    ))
-}
-
-fn raw_request(method: Method, path: &str) -> Request {
+pub(crate) fn raw_request(method: Method, path: &str) -> Request {
     Request {
         method,
         path: path.into(),
