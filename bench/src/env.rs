@@ -204,12 +204,25 @@ pub async fn load_probe(host: &Host, client: Client) -> Result<Adapter> {
 /// The Kubernetes probe with `grants`, reaching the cluster through
 /// `client`.
 pub async fn load_probe_with(host: &Host, client: Client, grants: Grants) -> Result<Adapter> {
+    load_probe_cached(host, client, grants, None).await
+}
+
+/// The Kubernetes probe with `grants`, reaching the cluster through
+/// `client`, its reads that allow any version answered from `cache` if
+/// given.
+pub async fn load_probe_cached(
+    host: &Host,
+    client: Client,
+    grants: Grants,
+    cache: Option<Arc<pando_host::kubecache::WatchCache>>,
+) -> Result<Adapter> {
     load(
         host,
         &kube_probe()?,
         LoadOptions {
             grants,
             kubernetes: Some(client),
+            kubernetes_cache: cache,
             ..LoadOptions::default()
         },
     )

@@ -19,9 +19,13 @@
 //!   (its rules compare old and new: a `nodeName` the scheduler set may
 //!   stay), sends the patch as a dry run, checks the result, then sends it
 //!   conditioned on the dry run's resourceVersion: 3 round trips, where
-//!   the native twin makes 1.
+//!   the native twin makes 1;
+//! - the same patch through a probe loaded with the watch-fed cache, on a
+//!   pod labelled as Pando's: the cache's copy stands in for the read when
+//!   it is the version the dry run changed, 2 round trips (a lagging copy
+//!   costs a read and a second dry run, counted and reported).
 //!
-//! Each iteration makes all three pairs; within a pair the side that goes
+//! Each iteration makes all four pairs; within a pair the side that goes
 //! first alternates. Pods never run: a nodeSelector no node has, and a
 //! scheduler name no scheduler serves, so neither the scheduler nor KWOK
 //! touches them. Created objects are removed (and counted) with one
@@ -54,6 +58,9 @@ const LABEL: &str = "pando.test/bench-write";
 const CREATED: &str = "create";
 /// The pods the patch row patches, one per side.
 pub(super) const PATCH_PODS: [&str; 2] = ["bench-write-patch-host", "bench-write-patch-native"];
+/// The pod the cached patch row patches through the host: labelled as
+/// Pando's, so the watch-fed cache holds it.
+const CACHED_PATCH_POD: &str = "bench-write-patch-cached";
 /// Iterations between two clean-ups of the created objects.
 const BATCH: usize = 50;
 
@@ -94,6 +101,16 @@ async fn measure(admin: &Client, quick: bool) -> Result<Bench> {
     let (client, counts) = env::counted_client(Identity::Pando).await?;
     let host = env::host()?;
     let adapter = env::load_probe_with(&host, client.clone(), env::write_probe_grants()?).await?;
+    // The same probe with a watch-fed cache, whose own watches go through a
+    // client of their own: the shared one counts the calls' requests only.
+    let cache = env::synced_cache(&env::client(Identity::Pando).await?).await?;
+    let cached = env::load_probe_cached(
+        &host,
+        client.clone(),
+        env::write_probe_grants()?,
+        Some(cache),
+    )
+    .await?;
     // Two bodies of one size, so the two creates differ only in kind.
     let pod_json = pod_body(None, CREATED).to_string();
     let cm_json = configmap_body(pod_json.len())?;
@@ -101,6 +118,7 @@ async fn measure(admin: &Client, quick: bool) -> Result<Bench> {
     let mut cm = Pair::default();
     let mut pod = Pair::default();
     let mut patch = Pair::default();
+    let mut cached_patch = Pair::default();
     let mut audited_host = 0u64;
     let mut made = 0usize;
     let mut in_batch = 0usize;
@@ -115,15 +133,16 @@ async fn measure(admin: &Client, quick: bool) -> Result<Bench> {
         }
         let host_first = i % 2 == 0;
         let a = audit::count();
-        let pairs: [(&mut Pair, Op<'_>); 3] = [
-            (&mut cm, Op::Create("configmaps", &cm_json)),
-            (&mut pod, Op::Create("pods", &pod_json)),
-            (&mut patch, Op::Patch(i)),
+        let pairs: [(&mut Pair, Op<'_>, &Adapter); 4] = [
+            (&mut cm, Op::Create("configmaps", &cm_json), &adapter),
+            (&mut pod, Op::Create("pods", &pod_json), &adapter),
+            (&mut patch, Op::Patch(i, PATCH_PODS[0]), &adapter),
+            (&mut cached_patch, Op::Patch(i, CACHED_PATCH_POD), &cached),
         ];
-        for (pair, op) in pairs {
+        for (pair, op, adapter) in pairs {
             let mut scratch = Pair::default();
             let target = if measuring { pair } else { &mut scratch };
-            run_pair(&adapter, &client, &counts, op, host_first, target).await?;
+            run_pair(adapter, &client, &counts, op, host_first, target).await?;
         }
         // Native calls are not audited: every event here is the host's.
         audited_host += audit::count() - a;
@@ -133,7 +152,7 @@ async fn measure(admin: &Client, quick: bool) -> Result<Bench> {
             in_batch = 0;
         }
     }
-    let per_call = audited_host as f64 / (3 * samples) as f64;
+    let per_call = audited_host as f64 / (4 * samples) as f64;
     ensure!(
         (per_call - 1.0).abs() < 1e-9,
         "the host audited {per_call} requests per call, not 1"
@@ -142,6 +161,7 @@ async fn measure(admin: &Client, quick: bool) -> Result<Bench> {
     check_trips("Pod create", &pod, [1, 0, 0])?;
     // A Pod is a kind whose rules compare: read, dry run, write.
     check_trips("Pod patch", &patch, [3, 1, 1])?;
+    let stale = check_cached_trips(&cached_patch)?;
 
     let mut bench = Bench::new("kube-write", what("kube-write"));
     let cm_over = overhead(&cm);
@@ -175,6 +195,17 @@ async fn measure(admin: &Client, quick: bool) -> Result<Bench> {
         over_text(overhead(&patch)),
     );
     bench.rows.push(patch_row);
+    bench.rows.push(
+        row("merge patch of a Pod label, watch-fed cache", &cached_patch)
+            .extra(
+                "overhead, p50 host − p50 native",
+                over_text(overhead(&cached_patch)),
+            )
+            .extra(
+                "calls whose cached copy was older than the dry run's object (then read)",
+                stale,
+            ),
+    );
     bench
         .rows
         .extend(kube_write_check::rows(quick, admin).await?);
@@ -192,8 +223,9 @@ async fn measure(admin: &Client, quick: bool) -> Result<Bench> {
 enum Op<'a> {
     /// Create from this body in the namespace's collection of this resource.
     Create(&'a str, &'a str),
-    /// Patch the label of the side's patch pod (iteration number).
-    Patch(usize),
+    /// Patch the label of a patch pod (iteration number; the host side's
+    /// pod, the native side patching its own).
+    Patch(usize, &'a str),
 }
 
 /// One host and one native call of `op`, in the order `host_first` says.
@@ -213,7 +245,7 @@ async fn run_pair(
                 native_request(http::Method::POST, &path, "application/json", body)?,
             )
         }
-        Op::Patch(i) => {
+        Op::Patch(i, host_pod) => {
             let path = |pod: &str| format!("/api/v1/namespaces/{NAMESPACE}/pods/{pod}");
             let body = |side: &str| {
                 json!({"metadata": {"labels": {"pando.test/rev": format!("{side}{i}")}}})
@@ -221,7 +253,7 @@ async fn run_pair(
             };
             (
                 (
-                    format!("body:patch:merge:{}\n{}", path(PATCH_PODS[0]), body("h")),
+                    format!("body:patch:merge:{}\n{}", path(host_pod), body("h")),
                     "200:",
                 ),
                 native_request(
@@ -294,7 +326,7 @@ fn answered_as(body: &str, op: Op<'_>, side: &str) -> Result<()> {
                 "the created {want} has no uid"
             );
         }
-        Op::Patch(i) => {
+        Op::Patch(i, _) => {
             let label = v.pointer("/metadata/labels/pando.test~1rev");
             ensure!(
                 kind == "Pod" && label == Some(&json!(format!("{side}{i}"))),
@@ -324,6 +356,34 @@ fn check_trips(name: &str, pair: &Pair, per_call: [u64; 3]) -> Result<()> {
         "{name}: in {n} calls the native twin sent [requests, reads, dry runs] {native:?}"
     );
     Ok(())
+}
+
+/// Checks the cached patch row's round trips: a dry run and the write
+/// where the cache's copy was the object the dry run changed; where it
+/// lagged (the watch had not yet delivered the last write), a read and a
+/// second dry run besides — in at most half the calls. Says how many.
+fn check_cached_trips(pair: &Pair) -> Result<String> {
+    let n = pair.host.times.len() as u64;
+    let t = pair.host.trips;
+    let stale = t.reads;
+    ensure!(
+        t.sent == 2 * n + 2 * stale && t.dry_runs == n + stale,
+        "cached Pod patch: in {n} calls the host sent [requests, reads, dry runs] {:?}, not 2 a \
+         call and 2 more for each of the {stale} reads",
+        [t.sent, t.reads, t.dry_runs]
+    );
+    // A copy lags only while the watch has not delivered the last patch,
+    // which the other pairs between two cached patches give it time to.
+    ensure!(
+        stale * 2 <= n,
+        "cached Pod patch: the cache's copy lagged in {stale} of {n} calls"
+    );
+    let native = pair.native.trips;
+    ensure!(
+        [native.sent, native.reads, native.dry_runs] == [n, 0, 0],
+        "cached Pod patch: the native twin sent {native:?} in {n} calls"
+    );
+    Ok(format!("{stale} of {n}"))
 }
 
 /// A row of a pair, with its round trips and CPU time per call.
@@ -437,6 +497,12 @@ async fn prepare_namespace(admin: &Client) -> Result<()> {
             let pod: Pod = serde_json::from_value(pod_body(Some(name), "patch"))?;
             pods.create(&PostParams::default(), &pod).await?;
         }
+    }
+    if pods.get_opt(CACHED_PATCH_POD).await?.is_none() {
+        let mut pod = pod_body(Some(CACHED_PATCH_POD), "patch");
+        pod["metadata"]["labels"]["app.kubernetes.io/managed-by"] = json!("pando");
+        let pod: Pod = serde_json::from_value(pod)?;
+        pods.create(&PostParams::default(), &pod).await?;
     }
     Ok(())
 }

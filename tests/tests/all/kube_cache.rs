@@ -304,3 +304,59 @@ async fn a_cache_over_its_memory_budget_holds_nothing_answers_nothing_and_says_s
     );
     ns.delete().await.expect("cleanup");
 }
+
+/// A pod patch through a host with the cache takes the object before the
+/// write from the cache (`writes.rs`, `cached_current`) only when it is the
+/// object the dry run changed: here the admin changes the pod right before
+/// each patch, so the cache's copy often lags, and every patch must still be
+/// checked against, and applied to, the pod as stored — the admin's label
+/// kept beside the adapter's, never a 409 or a lost write.
+#[tokio::test]
+async fn a_pod_patch_through_the_cache_applies_to_the_pod_as_stored_when_the_cache_lags() {
+    let cache = started_cache().await;
+    let grants = pando_host::Grants::from_text("test grants", probe::GRANTS).expect("grants");
+    let (a, _h) =
+        probe::load_as_pando_cached(&components::kube_probe(), grants, "{}", Some(cache)).await;
+    let ns = probe::app_namespace("cache-patch").await;
+    let admin = cluster::client(Identity::Admin).await.expect("admin");
+    let pods: Api<Pod> = Api::namespaced(admin, &ns.name);
+    // Within the cluster's policy for what `pando` writes: no token.
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "patched", "labels": {"app.kubernetes.io/managed-by": "pando"}},
+        "spec": {
+            "automountServiceAccountToken": false,
+            "containers": [{"name": "main", "image": "busybox:1.36"}],
+        },
+    }))
+    .expect("a pod");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("creating the pod");
+    let path = format!("/api/v1/namespaces/{}/pods/patched", ns.name);
+    until(&a, &path, "200:hit").await;
+    for i in 0..5 {
+        let theirs = serde_json::json!({"metadata": {"labels": {"theirs": format!("t{i}")}}});
+        pods.patch(
+            "patched",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&theirs),
+        )
+        .await
+        .expect("the admin's patch");
+        let ours = serde_json::json!({"metadata": {"labels": {"ours": format!("o{i}")}}});
+        let answer = probe::op(&a, &format!("body:patch:merge:{path}\n{ours}"))
+            .await
+            .expect("the adapter's patch");
+        let body = answer.strip_prefix("200:").expect("200, then the pod");
+        let pod: serde_json::Value = serde_json::from_str(body).expect("JSON");
+        let labels = &pod["metadata"]["labels"];
+        assert_eq!(labels["ours"], format!("o{i}"), "{pod}");
+        assert_eq!(
+            labels["theirs"],
+            format!("t{i}"),
+            "applied to the pod as stored: {pod}"
+        );
+    }
+    ns.delete().await.expect("namespace deleted");
+}
