@@ -136,8 +136,14 @@ async fn measure(admin: &Client, quick: bool) -> Result<Bench> {
         let pairs: [(&mut Pair, Op<'_>, &Adapter); 4] = [
             (&mut cm, Op::Create("configmaps", &cm_json), &adapter),
             (&mut pod, Op::Create("pods", &pod_json), &adapter),
-            (&mut patch, Op::Patch(i, PATCH_PODS[0]), &adapter),
-            (&mut cached_patch, Op::Patch(i, CACHED_PATCH_POD), &cached),
+            (&mut patch, Op::Patch(i, PATCH_PODS[0], "n"), &adapter),
+            // The native twin writes another value: the same one twice would be
+            // a no-op patch, which the API server answers without a write.
+            (
+                &mut cached_patch,
+                Op::Patch(i, CACHED_PATCH_POD, "m"),
+                &cached,
+            ),
         ];
         for (pair, op, adapter) in pairs {
             let mut scratch = Pair::default();
@@ -224,8 +230,8 @@ enum Op<'a> {
     /// Create from this body in the namespace's collection of this resource.
     Create(&'a str, &'a str),
     /// Patch the label of a patch pod (iteration number; the host side's
-    /// pod, the native side patching its own).
-    Patch(usize, &'a str),
+    /// pod; the value's prefix on the native side, which patches its own).
+    Patch(usize, &'a str, &'a str),
 }
 
 /// One host and one native call of `op`, in the order `host_first` says.
@@ -245,7 +251,7 @@ async fn run_pair(
                 native_request(http::Method::POST, &path, "application/json", body)?,
             )
         }
-        Op::Patch(i, host_pod) => {
+        Op::Patch(i, host_pod, native_tag) => {
             let path = |pod: &str| format!("/api/v1/namespaces/{NAMESPACE}/pods/{pod}");
             let body = |side: &str| {
                 json!({"metadata": {"labels": {"pando.test/rev": format!("{side}{i}")}}})
@@ -260,7 +266,7 @@ async fn run_pair(
                     http::Method::PATCH,
                     &path(PATCH_PODS[1]),
                     "application/merge-patch+json",
-                    &body("n"),
+                    &body(native_tag),
                 )?,
             )
         }
@@ -286,7 +292,11 @@ async fn run_pair(
                 Ok(client.request_text(req).await?)
             })
             .await?;
-            answered_as(&text, op, "n")?;
+            let tag = match op {
+                Op::Patch(_, _, tag) => tag,
+                Op::Create(..) => "",
+            };
+            answered_as(&text, op, tag)?;
         }
     }
     Ok(())
@@ -326,7 +336,7 @@ fn answered_as(body: &str, op: Op<'_>, side: &str) -> Result<()> {
                 "the created {want} has no uid"
             );
         }
-        Op::Patch(i, _) => {
+        Op::Patch(i, _, _) => {
             let label = v.pointer("/metadata/labels/pando.test~1rev");
             ensure!(
                 kind == "Pod" && label == Some(&json!(format!("{side}{i}"))),
