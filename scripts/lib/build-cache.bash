@@ -7,6 +7,7 @@
 #   prune_build_cache           remove a toolchain's folder unused for PANDO_BUILD_CACHE_DAYS
 #                               (default 7), empty one grown past PANDO_BUILD_CACHE_MAX_GB
 #                               (default 40); run once, before any build starts (.ci/run)
+#   free_gb                     whole GB free on $ROOT's disk
 #   make_room WANT_GB           when $ROOT's disk has less than WANT_GB free, remove the cache's
 #                               incremental state (a developer's; CI builds without it), then,
 #                               if still short, the whole cache; run after prune_build_cache
@@ -63,7 +64,9 @@ prune_build_cache() {
   done < <(find "$root" -mindepth 1 -maxdepth 1 -type d)
 }
 
-free_gb() { df -Pk "$ROOT" | awk 'NR == 2 {print int($4 / 1024 / 1024)}'; }
+# Whole GB free on $ROOT's disk (whatever df printed when it is not a number): n >= WANT here
+# is the same test as WANT GB in kB, floor and all.
+free_gb() { df -Pk "$ROOT" | awk 'NR == 2 {print ($4 ~ /^[0-9]+$/) ? int($4 / 1024 / 1024) : $4}'; }
 
 # A developer's own builds leave incremental state in the cache (gigabytes per profile); a CI run
 # never reads it, since it builds with CARGO_INCREMENTAL=0 and a fresh clone's crates are new to

@@ -34,6 +34,16 @@ async fn load_v02_with(host: &Host, limits: Limits) -> pando_host::Adapter {
         .expect("the 0.2.0 test adapter loads")
 }
 
+/// The 0.2.0 test adapter with one long-running instance allowed: a stream
+/// whose instance is not freed leaves the next one waiting for the slot.
+async fn load_v02_one_long_running(host: &Host) -> pando_host::Adapter {
+    let limits = Limits {
+        max_long_running: 1,
+        ..Limits::default()
+    };
+    load_v02_with(host, limits).await
+}
+
 /// A log a 0.2.0 adapter's task writes after its call returned: the host
 /// runs the adapter's event loop until the stream is done.
 #[tokio::test]
@@ -159,14 +169,7 @@ async fn a_0_2_snapshot_copies_every_byte_into_cores_writer() {
 async fn dropping_an_endless_0_2_stream_ends_the_adapters_task_and_frees_its_instance() {
     let cache = tempfile::tempdir().expect("tempdir");
     let host = host(&cache);
-    let adapter = load_v02_with(
-        &host,
-        Limits {
-            max_long_running: 1,
-            ..Limits::default()
-        },
-    )
-    .await;
+    let adapter = load_v02_one_long_running(&host).await;
     for round in 0..3 {
         // Within 5 s: an instance still held by the stream before would
         // leave this one waiting for its slot until the deadline.
@@ -364,14 +367,7 @@ async fn a_0_2_watch_streams_events_to_core_and_ends_when_core_lets_go() {
 async fn a_0_2_stream_the_adapter_ignores_is_ended_by_the_host_when_core_drops_it() {
     let cache = tempfile::tempdir().expect("tempdir");
     let host = host(&cache);
-    let adapter = load_v02_with(
-        &host,
-        Limits {
-            max_long_running: 1,
-            ..Limits::default()
-        },
-    )
-    .await;
+    let adapter = load_v02_one_long_running(&host).await;
     for round in 0..2 {
         // Within 5 s: past the grace (1 s), the first stream's instance
         // must be gone for the second to get the one slot.
