@@ -78,6 +78,19 @@
 //! Every other export answers `unsupported`; `capabilities` says so in
 //! advance (everything false, shared-kernel isolation) until overridden.
 //!
+//! # Logging
+//!
+//! ```no_run
+//! use pando_adapter_sdk::{debug, info, warn};
+//! # let (plan_id, n) = ("web", 3);
+//! info!("applied {n} workloads");
+//! warn!(bundle = plan_id, attempt = 2, "conflict, retrying");
+//! debug!(bundle = plan_id; "fields may also end with a semicolon");
+//! ```
+//!
+//! Each macro asks the host whether the level is enabled before it formats
+//! anything, so a disabled `trace!` costs one host call.
+//!
 //! # What a component imports
 //!
 //! The bindings are generated for the widest world,

@@ -1,13 +1,10 @@
 //! Logging into the host's `tracing`, tagged there with the adapter's
 //! identity and the call.
 //!
-//! ```no_run
-//! use pando_adapter_sdk::{debug, info, warn};
-//! # let (plan_id, n) = ("web", 3);
-//! info!("applied {n} workloads");
-//! warn!(bundle = plan_id, attempt = 2, "conflict, retrying");
-//! debug!(bundle = plan_id; "fields may also end with a semicolon");
-//! ```
+//! A message is formatted as `format!` formats it, after fields
+//! `key = value` (each value's `ToString`), which may end with `,` or `;`:
+//! the crate's docs show each form ("Logging"). This file is the same in
+//! both SDK lines (`pando-adapter-sdk`, `pando-adapter-sdk-v02`).
 //!
 //! Each macro asks the host whether the level is [`enabled`] before it
 //! formats anything, so a disabled `trace!` costs one host call.

@@ -1,7 +1,9 @@
-//! The SDK is a crate `cargo package` accepts, as an author outside this
-//! repository would get it: the contract's WIT inside the crate (`wit/`,
-//! the repository's `wit/` through a link), its README and licence, and a
-//! package that builds on its own, away from the workspace.
+//! Each SDK line is a crate `cargo package` accepts, as an author outside
+//! this repository would get it: the contract's WIT inside the crate
+//! (`wit/`, the repository's `wit/` or `wit/v0.2` through a link), its
+//! README and licence, the sources the two lines share (links from the
+//! 0.2 line into the 0.1 line's `src/`) as files, and a package that builds
+//! on its own, away from the workspace.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -21,15 +23,16 @@ fn build_dir() -> PathBuf {
     }
 }
 
-/// `cargo package` of the SDK with `args`, in a target directory of its
-/// own (the `cargo test` running this holds the workspace's).
-fn package(args: &[&str]) -> Output {
+/// `cargo package` of the SDK line `name` with `args`, in a target
+/// directory of its own (the `cargo test` running this holds the
+/// workspace's).
+fn package(name: &str, args: &[&str]) -> Output {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
         .args([
             "package",
             "-p",
-            "pando-adapter-sdk",
+            name,
             "--offline",
             "--allow-dirty",
         ])
@@ -61,11 +64,14 @@ fn wit_files(dir: &Path, under: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn the_sdk_packages_with_the_contract_inside_and_builds_alone() {
-    let listed = String::from_utf8(package(&["--list"]).stdout).expect("utf-8");
+/// Packages `name`, whose crate is `dir` and whose contract is the
+/// repository's `wit`, checks what is listed and that the verified package's
+/// files are the repository's (`shared`: sources of another crate's
+/// reached through links).
+fn check_package(name: &str, dir: &str, wit: &str, shared: &[&str]) {
+    let listed = String::from_utf8(package(name, &["--list"]).stdout).expect("utf-8");
     let listed: Vec<&str> = listed.lines().collect();
-    let wit = root().join("wit");
+    let wit = root().join(wit);
     let mut contract = Vec::new();
     wit_files(&wit, &wit, &mut contract);
     assert!(contract.len() >= 5, "the contract's files: {contract:?}");
@@ -76,15 +82,15 @@ fn the_sdk_packages_with_the_contract_inside_and_builds_alone() {
             "{name} is packaged: {listed:?}"
         );
     }
-    for file in ["README.md", "LICENSE", "src/lib.rs"] {
-        assert!(listed.contains(&file), "{file} is packaged: {listed:?}");
+    for file in ["README.md", "LICENSE", "src/lib.rs"].iter().chain(shared) {
+        assert!(listed.contains(file), "{file} is packaged: {listed:?}");
     }
 
     // Verified: cargo unpacks the package and builds it alone, so nothing
     // in it reaches outside the crate.
-    package(&[]);
+    package(name, &[]);
     let version = env!("CARGO_PKG_VERSION");
-    let unpacked = build_dir().join(format!("package/pando-adapter-sdk-{version}"));
+    let unpacked = build_dir().join(format!("package/{name}-{version}"));
     for file in &contract {
         let packaged = std::fs::read(unpacked.join("wit").join(file)).expect("packaged wit");
         let repo = std::fs::read(wit.join(file)).expect("repository wit");
@@ -94,4 +100,26 @@ fn the_sdk_packages_with_the_contract_inside_and_builds_alone() {
             file.display()
         );
     }
+    for file in shared {
+        let packaged = std::fs::read(unpacked.join(file)).expect("packaged source");
+        let repo = std::fs::read(root().join(dir).join(file)).expect("repository source");
+        assert!(packaged == repo, "{file} is the repository's");
+    }
+}
+
+#[test]
+fn the_sdk_packages_with_the_contract_inside_and_builds_alone() {
+    check_package("pando-adapter-sdk", "guest-sdk", "wit", &[]);
+}
+
+/// The 0.2 line: contract 0.2.0 inside, and the sources it shares with
+/// the 0.1 line packaged as files of its own.
+#[test]
+fn the_sdk_0_2_line_packages_with_its_contract_and_shared_sources_and_builds_alone() {
+    check_package(
+        "pando-adapter-sdk-v02",
+        "guest-sdk-v02",
+        "wit/v0.2",
+        &["src/error.rs", "src/config.rs", "src/log.rs"],
+    );
 }

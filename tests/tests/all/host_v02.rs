@@ -68,6 +68,37 @@ async fn a_0_1_and_a_0_2_adapter_load_in_one_host_and_both_answer() {
     assert!(!gone.exists);
 }
 
+/// The SDK's 0.2 line answers what an adapter does not implement with
+/// `unsupported`, naming the call as the contract names it, and the
+/// instance serves the next call after it.
+#[tokio::test]
+async fn a_call_a_0_2_adapter_leaves_to_the_sdk_is_unsupported_naming_it() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let host = host(&cache);
+    let new = load_v02(&host).await;
+    let ctx = CallContext::default();
+    for (call, outcome) in [
+        ("stop", new.stop(&ctx, &bundle("shop")).await.map(drop)),
+        ("edges", new.edges(&ctx).await.map(drop)),
+        ("capacity", new.capacity(&ctx).await.map(drop)),
+    ] {
+        match outcome {
+            Err(CallError::Adapter(e)) => {
+                assert_eq!(e.kind(), "unsupported", "{call}: {e:?}");
+                assert_eq!(
+                    e.message(),
+                    format!("{call} is not supported by this adapter"),
+                    "{call}"
+                );
+            }
+            other => panic!("{call}: expected `unsupported`, got {other:?}"),
+        }
+    }
+    new.health_check(&ctx)
+        .await
+        .expect("the instance serves on");
+}
+
 #[tokio::test]
 async fn a_0_2_async_call_sees_its_own_deadline_and_a_plan_without_security_runs_as_the_image_says()
 {

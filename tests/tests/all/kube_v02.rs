@@ -5,9 +5,11 @@
 //! test asserts what crossed the boundary, not only that a call returned.
 
 use k8s_openapi::api::core::v1::Pod;
+use pando_host::types::LogOptions;
 use pando_host::{Grants, Limits, LoadOptions};
 use pando_tests::cluster::{self, Identity};
 use pando_tests::components;
+use pando_tests::plans::wref;
 use pando_tests::probe::{self, GRANTS, op};
 use pando_tests::real_node;
 
@@ -69,6 +71,43 @@ async fn a_0_2_log_arrives_as_a_byte_stream_and_its_end_as_a_future() {
         .await
         .expect_err("not granted");
     assert_eq!(err.kind(), "denied", "{err}");
+    ns.delete().await.expect("cleanup");
+}
+
+/// A 0.2.0 adapter's `logs` can hand on the stream the Kubernetes import
+/// opened, as it is (the SDK's `streams::handed_on`): core reads the pod's
+/// log whole through the adapter's export, and the import's stream and its
+/// budget are given back once core has read it.
+#[tokio::test]
+async fn a_0_2_adapter_hands_the_imports_log_stream_on_to_core_as_it_is() {
+    let (a, _h) = load().await;
+    let ns = probe::app_namespace("v02-handed").await;
+    probe::running_pod(&ns.name, "web", "main").await;
+    let mut log = a
+        .logs(
+            &probe::ctx(),
+            &wref(&ns.name, "web"),
+            &LogOptions::default(),
+        )
+        .await
+        .expect("the log opens");
+    let text = log.read_to_end(1 << 20).await.expect("the log, whole");
+    assert_eq!(
+        String::from_utf8_lossy(&text),
+        cluster::expected_pod_log().expect("expected log")
+    );
+    let held = a.held_streams();
+    assert_eq!((held.streams, held.bytes), (0, 0), "{held:?}");
+    // A log the grants do not reach fails the call, in the grant's words.
+    let err = a
+        .logs(
+            &probe::ctx(),
+            &wref("kube-system", "etcd"),
+            &LogOptions::default(),
+        )
+        .await
+        .expect_err("not granted");
+    assert!(err.to_string().contains("missing grant:"), "{err}");
     ns.delete().await.expect("cleanup");
 }
 

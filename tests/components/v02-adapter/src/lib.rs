@@ -1,4 +1,4 @@
-//! A test adapter of `pando:runtime@0.2.0` (WASI 0.3, world
+//! A test adapter of `pando:runtime@0.2.0` (WASI 0.3, exporting
 //! `runtime-adapter`): what the host's 0.2 tests call, each answer showing
 //! that the call went where it should.
 //!
@@ -43,26 +43,20 @@
 //! - `watch-bundles`: `watching`, then a change of workload `w<i>` of app
 //!   `shop` every 10 ms, until core drops the events or cancels the call;
 //!   then its end, `cancelled`.
-//! - everything else: `unsupported`, naming the call.
+//! - everything else: the SDK's default, `unsupported` naming the call.
+//!
+//! Built on the SDK's 0.2 line (`pando-adapter-sdk-v02`): its trait, export
+//! and stream helpers are what these calls go through.
 
-wit_bindgen::generate!({
-    path: "../../../wit/v0.2",
-    world: "runtime-adapter",
-    generate_all,
-});
+use std::time::Duration;
 
-use exports::pando::runtime::adapter::Guest;
-use pando::runtime::types::*;
-use pando::runtime::{call, log};
-use wasi::clocks::monotonic_clock;
+use pando_adapter_sdk_v02::bindings::pando::runtime::call;
+use pando_adapter_sdk_v02::bindings::wasi::clocks::monotonic_clock;
+use pando_adapter_sdk_v02::streams::{self, Writer};
+use pando_adapter_sdk_v02::types::*;
+use pando_adapter_sdk_v02::{Adapter, error, exec, export_adapter, info, time, watch};
 
 struct V02;
-
-fn unsupported<T>(what: &str) -> Result<T, Error> {
-    Err(Error::Unsupported(format!(
-        "{what}: the 0.2 test adapter does not do it"
-    )))
-}
 
 fn security(s: &Security) -> String {
     format!(
@@ -71,71 +65,49 @@ fn security(s: &Security) -> String {
     )
 }
 
-/// A byte stream a spawned task writes after the call returns, as the
-/// crate docs list by `what`.
+/// A byte stream a task writes after the call returns, as the crate docs
+/// list by `what`.
 fn written(what: String) -> ByteStream {
-    let (mut bytes, reader) = wit_stream::new::<u8>();
-    let (done, done_reader) = wit_future::new::<Result<(), Error>>(|| {
-        Err(Error::Internal("the test adapter dropped `done`".into()))
-    });
-    wit_bindgen::spawn_local(async move {
-        let outcome = if let Some(n) = what.strip_prefix("lines-") {
-            let n: u32 = n.parse().unwrap_or(0);
-            let mut ok = Ok(());
-            for i in 1..=n {
-                if !bytes
-                    .write_all(format!("line {i}\n").into_bytes())
-                    .await
-                    .is_empty()
-                {
-                    ok = Err(Error::Cancelled("core dropped the stream".into()));
-                    break;
-                }
-            }
-            ok
-        } else if let Some(n) = what.strip_prefix("bytes-") {
-            // Made whole, then written in one write, as the 0.1.0 test
-            // adapter's snapshot does: the `versions` bench compares the two.
-            let n: usize = n.parse().unwrap_or(0);
-            if bytes.write_all(pattern(n)).await.is_empty() {
-                Ok(())
-            } else {
-                Err(Error::Cancelled("core dropped the stream".into()))
-            }
-        } else if what == "silent" {
-            // Holds the stream and `done` and never touches either, deaf to
-            // cancellation: only the host can end it.
-            let _held = (bytes, done);
+    if what == "silent" {
+        // Holds the stream and `done` and never touches either, deaf to
+        // cancellation: only the host can end it.
+        let (writer, done, stream) = streams::new();
+        pando_adapter_sdk_v02::spawn(async move {
+            let _held = (writer, done);
             futures::future::pending::<()>().await;
-            return;
-        } else if what == "panic" {
-            bytes.write_all(b"partial".to_vec()).await;
-            panic!("the test adapter panics mid-stream, as asked");
-        } else if what == "broken" {
-            bytes.write_all(b"partial".to_vec()).await;
-            Err(Error::Unavailable("the log broke off".into()))
-        } else if let Some(code) = what.strip_prefix("exit-") {
-            bytes.write_all(b"out".to_vec()).await;
-            Err(Error::CommandFailed(CommandFailure {
-                exit_code: code.parse().unwrap_or(1),
-                stderr: "err".into(),
-            }))
-        } else if what == "endless" {
-            loop {
-                if !bytes.write_all(b"tick\n".to_vec()).await.is_empty() {
-                    break Err(Error::Cancelled("core dropped the stream".into()));
-                }
-                monotonic_clock::wait_for(10_000_000).await;
-            }
-        } else {
-            Err(Error::Invalid(format!("no such stream `{what}`")))
-        };
-        drop(bytes);
-        done.write(outcome).await.ok();
-    });
-    ByteStream {
-        bytes: reader,
-        done: done_reader,
+        });
+        return stream;
+    }
+    streams::written(move |out| write(what, out))
+}
+
+async fn write(what: String, mut out: Writer) -> Result<(), Error> {
+    if let Some(n) = what.strip_prefix("lines-") {
+        let n: u32 = n.parse().unwrap_or(0);
+        for i in 1..=n {
+            out.write(format!("line {i}\n").into_bytes()).await?;
+        }
+        Ok(())
+    } else if let Some(n) = what.strip_prefix("bytes-") {
+        // Made whole, then written in one write, as the 0.1.0 test
+        // adapter's snapshot does: the `versions` bench compares the two.
+        out.write(pattern(n.parse().unwrap_or(0))).await
+    } else if what == "panic" {
+        out.write(b"partial".to_vec()).await?;
+        panic!("the test adapter panics mid-stream, as asked");
+    } else if what == "broken" {
+        out.write(b"partial".to_vec()).await?;
+        Err(Error::Unavailable("the log broke off".into()))
+    } else if let Some(code) = what.strip_prefix("exit-") {
+        out.write(b"out".to_vec()).await?;
+        Err(error::command_failed(code.parse().unwrap_or(1), "err"))
+    } else if what == "endless" {
+        loop {
+            out.write(b"tick\n".to_vec()).await?;
+            monotonic_clock::wait_for(10_000_000).await;
+        }
+    } else {
+        Err(Error::Invalid(format!("no such stream `{what}`")))
     }
 }
 
@@ -145,19 +117,28 @@ fn pattern(n: usize) -> Vec<u8> {
 }
 
 /// Reads a stream to its end: how many bytes, and their sum modulo 2^32.
-async fn drain(mut from: wit_bindgen::StreamReader<u8>) -> (u64, u32) {
+async fn drain(mut from: StreamReader<u8>) -> (u64, u32) {
     let (mut n, mut sum) = (0u64, 0u32);
-    loop {
-        let (result, chunk) = from.read(Vec::with_capacity(64 << 10)).await;
+    while let Some(chunk) = streams::next_chunk(&mut from, 64 << 10).await {
         n += chunk.len() as u64;
         sum = chunk.iter().fold(sum, |s, b| s.wrapping_add(u32::from(*b)));
-        if !matches!(result, wit_bindgen::StreamResult::Complete(_)) {
-            return (n, sum);
-        }
+    }
+    (n, sum)
+}
+
+fn running(name: String) -> ObservedWorkload {
+    ObservedWorkload {
+        name,
+        phase: WorkloadPhase::Running,
+        digest: None,
+        exit_code: None,
+        reason: String::new(),
+        started_at_ms: None,
+        finished_at_ms: None,
     }
 }
 
-impl Guest for V02 {
+impl Adapter for V02 {
     fn info() -> KindInfo {
         KindInfo {
             kind: "v02-test".into(),
@@ -167,16 +148,16 @@ impl Guest for V02 {
         }
     }
 
-    fn configure(config: String) -> Result<(), Error> {
+    fn configure(config: &str) -> Result<Self, Error> {
         if config.contains("reject") {
             return Err(Error::Invalid(format!(
                 "configuration `{config}`: told to reject it"
             )));
         }
-        Ok(())
+        Ok(V02)
     }
 
-    fn capabilities() -> Result<RuntimeCapabilities, Error> {
+    fn capabilities(&self) -> Result<RuntimeCapabilities, Error> {
         Ok(RuntimeCapabilities {
             isolation: IsolationClass::SharedKernel,
             exec: true,
@@ -191,33 +172,15 @@ impl Guest for V02 {
         })
     }
 
-    async fn health_check() -> Result<(), Error> {
+    async fn health_check(&self) -> Result<(), Error> {
         Ok(())
     }
 
-    async fn capacity() -> Result<CapacityReport, Error> {
-        unsupported("capacity")
-    }
-
-    async fn largest_fit_for(_bundle: String) -> Result<Option<Fit>, Error> {
-        unsupported("largest-fit-for")
-    }
-
-    async fn in_use() -> Result<InUseReport, Error> {
-        unsupported("in-use")
-    }
-
-    async fn apply(plan: BundlePlan) -> Result<BundleHandle, Error> {
+    async fn apply(&self, plan: BundlePlan) -> Result<BundleHandle, Error> {
         let ms: u64 = plan.revision.parse().unwrap_or(0);
         let deadline = call::deadline();
-        log::log(
-            log::Level::Info,
-            "apply",
-            &[("bundle".into(), plan.id.clone())],
-        );
-        let wait = core::pin::pin!(monotonic_clock::wait_for(ms * 1_000_000));
-        let cancelled = core::pin::pin!(call::cancelled());
-        if let futures::future::Either::Right(_) = futures::future::select(wait, cancelled).await {
+        info!(bundle = plan.id, "apply");
+        if time::sleep(Duration::from_millis(ms)).await.is_err() {
             return Err(Error::Cancelled(format!("apply {}: cancelled", plan.id)));
         }
         let now = monotonic_clock::now();
@@ -236,62 +199,32 @@ impl Guest for V02 {
         })
     }
 
-    async fn observe(bundle: BundleRef) -> Result<ObservedBundle, Error> {
-        if bundle.id.starts_with("missing-") {
-            return Ok(ObservedBundle {
-                id: bundle.id,
-                exists: false,
-                workloads: Vec::new(),
-                volumes: Vec::new(),
-            });
-        }
+    async fn observe(&self, bundle: BundleRef) -> Result<ObservedBundle, Error> {
+        let exists = !bundle.id.starts_with("missing-");
         Ok(ObservedBundle {
-            workloads: vec![ObservedWorkload {
-                name: bundle.id.clone(),
-                phase: WorkloadPhase::Running,
-                digest: None,
-                exit_code: None,
-                reason: String::new(),
-                started_at_ms: None,
-                finished_at_ms: None,
-            }],
+            workloads: if exists {
+                vec![running(bundle.id.clone())]
+            } else {
+                Vec::new()
+            },
             id: bundle.id,
-            exists: true,
+            exists,
             volumes: Vec::new(),
         })
     }
 
-    async fn stop(_bundle: BundleRef) -> Result<(), Error> {
-        unsupported("stop")
-    }
-
-    async fn destroy(_bundle: BundleRef, _options: DestroyOptions) -> Result<(), Error> {
-        unsupported("destroy")
-    }
-
-    async fn usage(_bundle: BundleRef) -> Result<BundleUsage, Error> {
-        unsupported("usage")
-    }
-
-    async fn create_volume(_request: VolumeRequest) -> Result<VolumeHandle, Error> {
-        unsupported("create-volume")
-    }
-
-    async fn destroy_volume(_volume: VolumeHandle) -> Result<(), Error> {
-        unsupported("destroy-volume")
-    }
-
-    async fn snapshot_volume(volume: VolumeHandle) -> Result<ByteStream, Error> {
+    async fn snapshot_volume(&self, volume: VolumeHandle) -> Result<ByteStream, Error> {
         Ok(written(volume.name))
     }
 
     async fn restore_volume(
+        &self,
         volume: VolumeHandle,
-        from: wit_bindgen::StreamReader<u8>,
+        from: StreamReader<u8>,
     ) -> Result<(), Error> {
         if let Some(n) = volume.name.strip_prefix("bytes-") {
             let expected = pattern(n.parse().unwrap_or(0));
-            let got = from.collect().await;
+            let got = streams::read_to_end(from, expected.len() + 1).await?;
             return match expected.iter().zip(&got).position(|(a, b)| a != b) {
                 None if got.len() == expected.len() => Ok(()),
                 at => Err(Error::Invalid(format!(
@@ -311,82 +244,61 @@ impl Guest for V02 {
         }
     }
 
-    async fn has_image(_image: String) -> Result<bool, Error> {
-        unsupported("has-image")
-    }
-
-    async fn import_image(from: wit_bindgen::StreamReader<u8>) -> Result<String, Error> {
+    async fn import_image(&self, from: StreamReader<u8>) -> Result<String, Error> {
         let (n, sum) = drain(from).await;
         Ok(format!("{n}:{sum}"))
     }
 
-    async fn logs(workload: WorkloadRef, _options: LogOptions) -> Result<ByteStream, Error> {
+    async fn logs(&self, workload: WorkloadRef, _options: LogOptions) -> Result<ByteStream, Error> {
         Ok(written(workload.workload))
     }
 
     async fn exec(
+        &self,
         _workload: WorkloadRef,
         request: ExecRequest,
-        stdin: Option<wit_bindgen::StreamReader<u8>>,
-        resize: Option<wit_bindgen::StreamReader<TerminalSize>>,
+        stdin: Option<StreamReader<u8>>,
+        resize: Option<StreamReader<TerminalSize>>,
     ) -> Result<ExecSession, Error> {
-        let (mut out, stdout) = wit_stream::new::<u8>();
-        let (err, stderr) = if request.tty {
-            (None, None)
-        } else {
-            let (w, r) = wit_stream::new::<u8>();
-            (Some(w), Some(r))
-        };
-        let (exit, exit_reader) = wit_future::new::<Result<i32, Error>>(|| {
-            Err(Error::Internal("the test adapter dropped `exit`".into()))
-        });
         let program = request.command.first().cloned().unwrap_or_default();
         let arg = request.command.get(1).cloned().unwrap_or_default();
-        wit_bindgen::spawn_local(async move {
-            let code = match (program.as_str(), stdin, resize) {
-                ("echo", Some(mut stdin), _) => loop {
-                    let (result, chunk) = stdin.read(Vec::with_capacity(4096)).await;
-                    if !chunk.is_empty() && !out.write_all(chunk).await.is_empty() {
-                        break Ok(1);
+        Ok(exec::session(request.tty, move |mut out, err| async move {
+            match (program.as_str(), stdin, resize) {
+                ("echo", Some(mut stdin), _) => {
+                    while let Some(chunk) = streams::next_chunk(&mut stdin, 4096).await {
+                        if out.write(chunk).await.is_err() {
+                            return Ok(1);
+                        }
                     }
-                    if !matches!(result, wit_bindgen::StreamResult::Complete(_)) {
-                        break Ok(0);
-                    }
-                },
+                    Ok(0)
+                }
                 ("sizes", _, Some(mut sizes)) => {
                     let mut seen = 0;
                     while let Some(size) = sizes.next().await {
                         seen += 1;
                         let line = format!("size {}x{}\n", size.cols, size.rows);
-                        out.write_all(line.into_bytes()).await;
+                        out.write(line.into_bytes()).await.ok();
                     }
                     Ok(seen)
                 }
                 ("fail", _, _) => {
                     if let Some(mut err) = err {
-                        err.write_all(b"bye".to_vec()).await;
+                        err.write(b"bye".to_vec()).await.ok();
                     }
                     Ok(arg.parse().unwrap_or(1))
                 }
                 (other, _, _) => Err(Error::Invalid(format!(
                     "no program `{other}` (or not with these streams)"
                 ))),
-            };
-            drop(out);
-            exit.write(code).await.ok();
-        });
-        Ok(ExecSession {
-            stdout,
-            stderr,
-            exit: exit_reader,
-        })
+            }
+        }))
     }
 
-    async fn run(workload: WorkloadRef, _request: RunRequest) -> Result<ByteStream, Error> {
+    async fn run(&self, workload: WorkloadRef, _request: RunRequest) -> Result<ByteStream, Error> {
         Ok(written(workload.workload))
     }
 
-    async fn trial(request: TrialRequest) -> Result<TrialResult, Error> {
+    async fn trial(&self, request: TrialRequest) -> Result<TrialResult, Error> {
         Ok(TrialResult {
             listening: Vec::new(),
             exit_code: Some(0),
@@ -395,75 +307,31 @@ impl Guest for V02 {
         })
     }
 
-    fn upstream(workload: WorkloadRef, port: u16) -> Result<UpstreamAddress, Error> {
+    fn upstream(&self, workload: WorkloadRef, port: u16) -> Result<UpstreamAddress, Error> {
         Ok(UpstreamAddress {
             host: format!("{}.{}.v02", workload.workload, workload.bundle),
             port,
         })
     }
 
-    async fn watch_bundles() -> Result<BundleWatch, Error> {
-        let (mut events, reader) = wit_stream::new::<BundleEvent>();
-        let (end, end_reader) = wit_future::new::<Result<WatchEnd, Error>>(|| {
-            Err(Error::Internal("the test adapter dropped `end`".into()))
-        });
-        wit_bindgen::spawn_local(async move {
-            let mut next = Some(BundleEvent::Watching);
+    async fn watch_bundles(&self) -> Result<BundleWatch, Error> {
+        Ok(watch::bundle_watch(|mut events| async move {
+            let mut next = BundleEvent::Watching;
             let mut i = 0;
-            while let Some(event) = next.take() {
-                if events.write_one(event).await.is_some() || call::is_cancelled() {
-                    break;
-                }
+            // Ends when core drops the events or cancels the call.
+            while events.send(next).await.is_ok()
+                && time::sleep(Duration::from_millis(10)).await.is_ok()
+            {
                 i += 1;
-                let wait = core::pin::pin!(monotonic_clock::wait_for(10_000_000));
-                let cancelled = core::pin::pin!(call::cancelled());
-                if let futures::future::Either::Right(_) =
-                    futures::future::select(wait, cancelled).await
-                {
-                    break;
-                }
-                next = Some(BundleEvent::Changed(WorkloadChange {
+                next = BundleEvent::Changed(WorkloadChange {
                     bundle: "shop".into(),
-                    workload: ObservedWorkload {
-                        name: format!("w{i}"),
-                        phase: WorkloadPhase::Running,
-                        digest: None,
-                        exit_code: None,
-                        reason: String::new(),
-                        started_at_ms: None,
-                        finished_at_ms: None,
-                    },
+                    workload: running(format!("w{i}")),
                     deleted: false,
-                }));
+                });
             }
-            drop(events);
-            end.write(Ok(WatchEnd::Cancelled)).await.ok();
-        });
-        Ok(BundleWatch {
-            events: reader,
-            end: end_reader,
-        })
-    }
-
-    async fn apply_edge(_plan: EdgePlan) -> Result<(), Error> {
-        unsupported("apply-edge")
-    }
-
-    async fn observe_edge(_name: String) -> Result<EdgeState, Error> {
-        unsupported("observe-edge")
-    }
-
-    async fn remove_edge(_name: String) -> Result<(), Error> {
-        unsupported("remove-edge")
-    }
-
-    async fn edges() -> Result<Vec<String>, Error> {
-        unsupported("edges")
-    }
-
-    async fn edge_volumes() -> Result<Vec<VolumeHandle>, Error> {
-        unsupported("edge-volumes")
+            Ok(WatchEnd::Cancelled)
+        }))
     }
 }
 
-export!(V02);
+export_adapter!(V02);

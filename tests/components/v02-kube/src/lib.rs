@@ -3,7 +3,10 @@
 //! model's own streams, for the host's tests against the test cluster.
 //! `apply` runs the operation its `plan.id` names; its handle's `location`
 //! is what the operation saw; a cancelled call returns `cancelled` at
-//! once (`call.cancelled`). Every other call is `unsupported`.
+//! once (`call.cancelled`). `logs` hands on the log of pod `workload` in
+//! namespace `bundle` as the import opened it (its bytes never pass through
+//! the probe). Every other call is the SDK's `unsupported`: the probe is
+//! built on `pando-adapter-sdk-v02`, its raw Kubernetes import included.
 //!
 //! | `plan.id` | Operation | `location` |
 //! |---|---|---|
@@ -17,26 +20,15 @@
 //! `denied("<message> (missing grant: <rule>)")`, anything else
 //! `unavailable` with the host's words.
 
-wit_bindgen::generate!({
-    path: "../../../wit/v0.2",
-    world: "kubernetes-adapter",
-    generate_all,
-});
-
-use exports::pando::runtime::adapter::Guest;
-use pando::runtime::kubernetes::{
+use pando_adapter_sdk_v02::bindings::kube::wit_stream;
+use pando_adapter_sdk_v02::kubernetes::{
     self as k8s, ApiError, ExecRequest as KubeExec, LogRequest, Method, Request, WatchEnd,
     WatchRequest,
 };
-use pando::runtime::types::*;
+use pando_adapter_sdk_v02::types::*;
+use pando_adapter_sdk_v02::{Adapter, export_adapter, streams, time};
 
 struct V02Kube;
-
-fn unsupported<T>(what: &str) -> Result<T, Error> {
-    Err(Error::Unsupported(format!(
-        "{what}: the 0.2 Kubernetes probe does not do it"
-    )))
-}
 
 fn api(what: &str, e: ApiError) -> Error {
     match e {
@@ -111,11 +103,11 @@ async fn watch(ns: &str, timeout: &str, version: &str) -> Result<String, Error> 
 }
 
 /// Reads `from` until `until` has been seen, keeping what was read.
-async fn read_until(from: &mut wit_bindgen::StreamReader<u8>, out: &mut Vec<u8>, until: &[u8]) {
+async fn read_until(from: &mut StreamReader<u8>, out: &mut Vec<u8>, until: &[u8]) {
     while !out.windows(until.len()).any(|w| w == until) {
         let (result, chunk) = from.read(Vec::with_capacity(4096)).await;
         out.extend_from_slice(&chunk);
-        if !matches!(result, wit_bindgen::StreamResult::Complete(_)) {
+        if !matches!(result, StreamResult::Complete(_)) {
             return;
         }
     }
@@ -205,7 +197,7 @@ async fn operation(id: &str) -> Result<String, Error> {
     }
 }
 
-impl Guest for V02Kube {
+impl Adapter for V02Kube {
     fn info() -> KindInfo {
         KindInfo {
             kind: "v02-kube".into(),
@@ -215,148 +207,46 @@ impl Guest for V02Kube {
         }
     }
 
-    fn configure(_config: String) -> Result<(), Error> {
-        Ok(())
+    fn configure(_config: &str) -> Result<Self, Error> {
+        Ok(V02Kube)
     }
 
-    fn capabilities() -> Result<RuntimeCapabilities, Error> {
-        Ok(RuntimeCapabilities {
-            isolation: IsolationClass::SharedKernel,
-            exec: false,
-            run: false,
-            logs: false,
-            trial: false,
-            write_observation: false,
-            egress_restriction: false,
-            image_import: false,
-            volume_snapshot: false,
-            edge: false,
-        })
-    }
-
-    async fn health_check() -> Result<(), Error> {
+    async fn health_check(&self) -> Result<(), Error> {
         raw("get", "/readyz").await.map(|_| ())
     }
 
-    async fn capacity() -> Result<CapacityReport, Error> {
-        unsupported("capacity")
-    }
-
-    async fn largest_fit_for(_bundle: String) -> Result<Option<Fit>, Error> {
-        unsupported("largest-fit-for")
-    }
-
-    async fn in_use() -> Result<InUseReport, Error> {
-        unsupported("in-use")
-    }
-
-    async fn apply(plan: BundlePlan) -> Result<BundleHandle, Error> {
+    async fn apply(&self, plan: BundlePlan) -> Result<BundleHandle, Error> {
         let id = plan.id.clone();
-        let op = core::pin::pin!(operation(&id));
-        let cancelled = core::pin::pin!(pando::runtime::call::cancelled());
-        let location = match futures::future::select(op, cancelled).await {
-            futures::future::Either::Left((r, _)) => r?,
-            futures::future::Either::Right(_) => {
-                return Err(Error::Cancelled(format!("operation `{id}`: cancelled")));
-            }
-        };
+        let location = time::cancellable(operation(&id))
+            .await
+            .map_err(|_| Error::Cancelled(format!("operation `{id}`: cancelled")))??;
         Ok(BundleHandle {
             id: plan.id,
             location,
         })
     }
 
-    async fn observe(_bundle: BundleRef) -> Result<ObservedBundle, Error> {
-        unsupported("observe")
-    }
-
-    async fn stop(_bundle: BundleRef) -> Result<(), Error> {
-        unsupported("stop")
-    }
-
-    async fn destroy(_bundle: BundleRef, _options: DestroyOptions) -> Result<(), Error> {
-        unsupported("destroy")
-    }
-
-    async fn usage(_bundle: BundleRef) -> Result<BundleUsage, Error> {
-        unsupported("usage")
-    }
-
-    async fn create_volume(_request: VolumeRequest) -> Result<VolumeHandle, Error> {
-        unsupported("create-volume")
-    }
-
-    async fn destroy_volume(_volume: VolumeHandle) -> Result<(), Error> {
-        unsupported("destroy-volume")
-    }
-
-    async fn snapshot_volume(_volume: VolumeHandle) -> Result<ByteStream, Error> {
-        unsupported("snapshot-volume")
-    }
-
-    async fn restore_volume(
-        _volume: VolumeHandle,
-        _from: wit_bindgen::StreamReader<u8>,
-    ) -> Result<(), Error> {
-        unsupported("restore-volume")
-    }
-
-    async fn has_image(_image: String) -> Result<bool, Error> {
-        unsupported("has-image")
-    }
-
-    async fn import_image(_from: wit_bindgen::StreamReader<u8>) -> Result<String, Error> {
-        unsupported("import-image")
-    }
-
-    async fn logs(_workload: WorkloadRef, _options: LogOptions) -> Result<ByteStream, Error> {
-        unsupported("logs")
-    }
-
-    async fn exec(
-        _workload: WorkloadRef,
-        _request: ExecRequest,
-        _stdin: Option<wit_bindgen::StreamReader<u8>>,
-        _resize: Option<wit_bindgen::StreamReader<TerminalSize>>,
-    ) -> Result<ExecSession, Error> {
-        unsupported("exec")
-    }
-
-    async fn run(_workload: WorkloadRef, _request: RunRequest) -> Result<ByteStream, Error> {
-        unsupported("run")
-    }
-
-    async fn trial(_request: TrialRequest) -> Result<TrialResult, Error> {
-        unsupported("trial")
-    }
-
-    fn upstream(_workload: WorkloadRef, _port: u16) -> Result<UpstreamAddress, Error> {
-        unsupported("upstream")
-    }
-
-    async fn watch_bundles() -> Result<BundleWatch, Error> {
-        unsupported("watch-bundles")
-    }
-
-    async fn apply_edge(_plan: EdgePlan) -> Result<(), Error> {
-        unsupported("apply-edge")
-    }
-
-    async fn observe_edge(_name: String) -> Result<EdgeState, Error> {
-        unsupported("observe-edge")
-    }
-
-    async fn remove_edge(_name: String) -> Result<(), Error> {
-        unsupported("remove-edge")
-    }
-
-    async fn edges() -> Result<Vec<String>, Error> {
-        unsupported("edges")
-    }
-
-    async fn edge_volumes() -> Result<Vec<VolumeHandle>, Error> {
-        unsupported("edge-volumes")
+    /// The log of pod `workload` in namespace `bundle`, handed on as the
+    /// Kubernetes import opened it.
+    async fn logs(&self, workload: WorkloadRef, _options: LogOptions) -> Result<ByteStream, Error> {
+        let log = k8s::logs(LogRequest {
+            namespace: workload.bundle,
+            pod: workload.workload,
+            container: None,
+            follow: false,
+            previous: false,
+            tail_lines: None,
+            since_seconds: None,
+            timestamps: false,
+            limit_bytes: None,
+        })
+        .await
+        .map_err(|e| api("opening the log", e))?;
+        let done = log.done;
+        Ok(streams::handed_on(log.bytes, async move {
+            done.await.map_err(|e| api("reading the log", e))
+        }))
     }
 }
 
-export!(V02Kube);
+export_adapter!(V02Kube);
