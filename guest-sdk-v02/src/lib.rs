@@ -28,12 +28,13 @@
 //! - [`time`]: the call's deadline and cancellation, a cancellable
 //!   [`sleep`](time::sleep), and [`cancellable`](time::cancellable) for any
 //!   future;
+//! - [`kube`]: a typed Kubernetes client (`Api::<Pod>::namespaced("x").get("web").await`)
+//!   on `k8s-openapi` types, the 0.1 line's with `async` calls;
 //! - [`log`]: `info!`/`warn!`/… macros that write to the host's `tracing`;
 //! - [`error`](mod@error): constructors for the contract's
 //!   [`Error`](types::Error); [`config`]: reading the configuration;
 //! - [`types`]: the contract's types under short paths; [`bindings`]: the
-//!   generated bindings, the raw Kubernetes import among them
-//!   ([`kubernetes`]).
+//!   generated bindings; [`kubernetes`]: the raw Kubernetes import.
 //!
 //! # A minimal adapter
 //!
@@ -176,6 +177,7 @@ pub mod error;
 pub mod exec;
 #[doc(hidden)]
 pub mod export;
+pub mod kube;
 pub mod log;
 pub mod streams;
 pub mod time;

@@ -29,13 +29,7 @@ fn build_dir() -> PathBuf {
 fn package(name: &str, args: &[&str]) -> Output {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
-        .args([
-            "package",
-            "-p",
-            name,
-            "--offline",
-            "--allow-dirty",
-        ])
+        .args(["package", "-p", name, "--offline", "--allow-dirty"])
         .args(args)
         .env("CARGO_TARGET_DIR", root().join("target/sdk-package"))
         // Cargo unpacks the package it verifies into the build directory, where this test

@@ -9,9 +9,6 @@ use k8s_openapi::{ClusterResourceScope, List, ListableResource, NamespaceResourc
 use kube_core::{ApiResource, ObjectList};
 
 use super::KubeError;
-use super::params::{ExecParams, LogParams};
-use crate::kubernetes as raw;
-use crate::types::InputStream;
 
 mod sealed {
     pub trait Sealed {}
@@ -115,21 +112,7 @@ impl<K: kube_core::Resource<DynamicType = ApiResource>> Api<K> {
     /// custom resource, or any kind known only at run time, as
     /// [`DynamicObject`](kube_core::DynamicObject)s.
     ///
-    /// ```no_run
-    /// use pando_adapter_sdk::kube::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
-    ///
-    /// # fn f() -> Result<(), pando_adapter_sdk::kube::KubeError> {
-    /// let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
-    /// let widgets = Api::<DynamicObject>::namespaced_with(
-    ///     "pando-x",
-    ///     &ApiResource::from_gvk_with_plural(&gvk, "widgets"),
-    /// );
-    /// for widget in widgets.list(&ListParams::default())? {
-    ///     let size = widget.data["spec"]["size"].as_u64();
-    ///     println!("{:?}: {size:?}", widget.metadata.name);
-    /// }
-    /// # Ok(()) }
-    /// ```
+    /// The crate's `kube` docs show one listed ("Custom resources").
     pub fn namespaced_with(namespace: &str, resource: &ApiResource) -> Self {
         Api {
             resource: resource.clone(),
@@ -235,33 +218,13 @@ impl<K> Api<K> {
 }
 
 impl Api<Pod> {
-    fn pod_target(&self, name: &str) -> Result<&str, KubeError> {
+    /// The namespace of pod `name`'s log or exec, both checked.
+    pub(crate) fn pod_target(&self, name: &str) -> Result<&str, KubeError> {
         self.need_namespace("a pod's log or exec")?;
         validate_segment("name", name)?;
         let namespace = self.namespace.as_deref().unwrap_or_default();
         validate_segment("namespace", namespace)?;
         Ok(namespace)
-    }
-
-    /// Stream a container's log (`pods/{name}/log`). Hand the stream on
-    /// as it is (return it from [`Adapter::logs`](crate::Adapter::logs)) and
-    /// its bytes never enter the guest.
-    pub fn logs(&self, name: &str, lp: &LogParams) -> Result<InputStream, KubeError> {
-        let namespace = self.pod_target(name)?;
-        super::budget::wait_turn()?;
-        super::budget::spend();
-        Ok(raw::logs(&lp.request(namespace, name))?)
-    }
-
-    /// Start a process in a container (`pods/{name}/exec`). The raw session
-    /// implements [`ExecSession`](crate::ExecSession), so
-    /// [`Adapter::exec`](crate::Adapter::exec) can return it boxed.
-    pub fn exec(&self, name: &str, ep: &ExecParams) -> Result<raw::ExecSession, KubeError> {
-        let namespace = self.pod_target(name)?;
-        let request = ep.request(namespace, name)?;
-        super::budget::wait_turn()?;
-        super::budget::spend();
-        Ok(raw::exec(&request)?)
     }
 }
 
@@ -402,7 +365,8 @@ mod tests {
         let bad_ns = Api::<Pod>::namespaced("kube-system/secrets");
         assert!(bad_ns.collection_path().is_err());
         assert!(bad_ns.request().is_err());
-        let e = bad_ns.logs("web", &LogParams::default()).unwrap_err();
+        // A pod's log or exec is refused before anything is sent.
+        let e = bad_ns.pod_target("web").unwrap_err();
         assert!(matches!(e, KubeError::InvalidRequest(_)));
     }
 
@@ -414,6 +378,6 @@ mod tests {
             all.object_path("web"),
             Err(KubeError::InvalidRequest(_))
         ));
-        assert!(all.exec("web", &ExecParams::default()).is_err());
+        assert!(all.pod_target("web").is_err(), "a pod's log or exec");
     }
 }

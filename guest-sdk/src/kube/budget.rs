@@ -19,8 +19,6 @@ use std::time::Duration;
 
 use crate::bindings::wasi::clocks::monotonic_clock;
 
-use super::KubeError;
-
 /// A token bucket: `burst` requests at once, refilled at `qps` a second.
 /// Pure arithmetic over a clock in nanoseconds given by the caller, so it
 /// is tested natively.
@@ -83,20 +81,13 @@ pub fn set_budget(qps: u32, burst: u32) {
     BUDGET.with(|b| *b.borrow_mut() = Some(Bucket::new(qps, burst)));
 }
 
-/// Waits until the budget, when one is set, has a token; `Timeout` or
-/// `Cancelled` when the call ends first, and then nothing is sent.
-pub(crate) fn wait_turn() -> Result<(), KubeError> {
-    let wait = BUDGET.with(|b| {
+/// How long a request waits for the budget's next token: zero without a
+/// budget or with a token to spare. The waiting is each line's `send.rs`.
+pub(crate) fn turn_wait() -> Duration {
+    BUDGET.with(|b| {
         b.borrow_mut()
             .as_mut()
             .map_or(Duration::ZERO, |bucket| bucket.wait(monotonic_clock::now()))
-    });
-    if wait.is_zero() {
-        return Ok(());
-    }
-    crate::time::sleep(wait).map_err(|e| match e {
-        crate::types::Error::Timeout(_) => KubeError::Timeout,
-        _ => KubeError::Cancelled,
     })
 }
 

@@ -1,7 +1,5 @@
-//! The calls of an [`Api`]: each builds its request with
-//! [`kube_core::Request`], which `request.rs` turns into the host import's,
-//! but a GET of a plainly named object, written as the import's request at
-//! once (the same request; see `get_request`).
+//! The calls of an [`Api`], the 0.1 line's (blocking): each sends the
+//! request `requests.rs` builds and decodes the answer.
 
 use kube_core::params::GetParams;
 use kube_core::{ObjectList, PartialObjectMeta};
@@ -10,84 +8,16 @@ use serde::de::DeserializeOwned;
 
 use super::api::Listed;
 use super::params::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
-use super::request::{call, check_status, send, to_raw, to_raw_watch};
+use super::params::{ExecParams, LogParams};
+use super::request::check_status;
+use super::requests::{not_found_is_none, to_json};
+use super::send::{call, send, wait_turn};
 use super::{Api, KubeError, WatchStream};
 use crate::kubernetes as raw;
+use crate::types::InputStream;
+use k8s_openapi::api::core::v1::Pod;
 
 impl<K> Api<K> {
-    /// A GET of the object `name`. For a name of the characters object
-    /// names are made of, the import's request is written at once: the
-    /// same path and query kube-core's `get` gives, without its URL
-    /// formatted and then parsed by `http` and taken apart again, about a
-    /// twentieth of a typed GET's instructions in wasm (docs/history/benchmarks.md,
-    /// "The 3-GET call's guest, counted"). Any other name goes kube-core's
-    /// way, so what `http` refuses is still refused as it was.
-    fn get_request(&self, name: &str, gp: &GetParams) -> Result<raw::Request, KubeError> {
-        if !plain_name(name) {
-            return self.get_request_by_kube_core(name, gp);
-        }
-        Ok(raw::Request {
-            method: raw::Method::Get,
-            path: self.object_path(name)?,
-            query: gp
-                .resource_version
-                .iter()
-                .map(|v| ("resourceVersion".to_owned(), v.clone()))
-                .collect(),
-            body: None,
-            content_type: None,
-        })
-    }
-
-    /// A GET as kube-core builds it, made the import's request.
-    fn get_request_by_kube_core(
-        &self,
-        name: &str,
-        gp: &GetParams,
-    ) -> Result<raw::Request, KubeError> {
-        to_raw(self.object_request(name)?.get(name, gp)?)
-    }
-
-    fn list_request(&self, lp: &ListParams) -> Result<raw::Request, KubeError> {
-        to_raw(self.request()?.list(&lp.into())?)
-    }
-
-    fn create_request(&self, pp: &PostParams, body: Vec<u8>) -> Result<raw::Request, KubeError> {
-        self.need_namespace("creating an object")?;
-        to_raw(self.request()?.create(pp, body)?)
-    }
-
-    fn patch_request<P: Serialize>(
-        &self,
-        name: &str,
-        subresource: Option<&str>,
-        pp: &PatchParams,
-        patch: &Patch<P>,
-    ) -> Result<raw::Request, KubeError> {
-        let core = patch.to_core(pp)?;
-        let request = self.object_request(name)?;
-        let built = match subresource {
-            Some(sub) => request.patch_subresource(sub, name, pp, &core)?,
-            None => request.patch(name, pp, &core)?,
-        };
-        let mut r = to_raw(built)?;
-        r.content_type = Some(patch.content_type());
-        Ok(r)
-    }
-
-    fn delete_request(&self, name: &str, dp: &DeleteParams) -> Result<raw::Request, KubeError> {
-        to_raw(self.object_request(name)?.delete(name, dp)?)
-    }
-
-    fn delete_collection_request(
-        &self,
-        dp: &DeleteParams,
-        lp: &ListParams,
-    ) -> Result<raw::Request, KubeError> {
-        self.need_namespace("deleting a collection")?;
-        to_raw(self.request()?.delete_collection(dp, &lp.into())?)
-    }
-
     /// The object `name`; a 404 is an error ([`KubeError::is_not_found`]).
     pub fn get(&self, name: &str) -> Result<K, KubeError>
     where
@@ -311,11 +241,8 @@ impl<K> Api<K> {
         wp: &WatchParams,
         resource_version: &str,
     ) -> Result<raw::WatchStream, KubeError> {
-        let mut request = to_raw_watch(self.request()?.watch(&wp.into(), resource_version)?)?;
-        // kube-core asks for 290 s when given none; the SDK leaves it to
-        // the server, as its `WatchParams` say.
-        request.timeout_seconds = wp.timeout_seconds;
-        super::budget::wait_turn()?;
+        let request = self.watch_request(wp, resource_version)?;
+        wait_turn()?;
         super::budget::spend();
         Ok(raw::watch(&request)?)
     }
@@ -335,35 +262,29 @@ where
     }
 }
 
-pub(crate) fn not_found_is_none<T>(answer: Result<T, KubeError>) -> Result<Option<T>, KubeError> {
-    match answer {
-        Ok(object) => Ok(Some(object)),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-fn to_json<T: Serialize>(object: &T) -> Result<Vec<u8>, KubeError> {
-    serde_json::to_vec(object)
-        .map_err(|e| KubeError::InvalidRequest(format!("the object does not serialize: {e}")))
-}
-
-/// A name that kube-core would put in a URL as it is and `http` accept
-/// unchanged: not empty, at most a DNS subdomain's 253 characters, and of
-/// letters, digits, `-`, `.`, `_` and `:` (names like
-/// `system:controller:…`).
-fn plain_name(name: &str) -> bool {
-    (1..=253).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b':'))
-        && name != "."
-        && name != ".."
-}
-
 fn decode_sent<T: DeserializeOwned>(request: raw::Request) -> Result<T, KubeError> {
     super::request::decode(&send(request)?)
 }
 
-#[cfg(test)]
-mod tests;
+impl Api<Pod> {
+    /// Stream a container's log (`pods/{name}/log`). Hand the stream on
+    /// as it is (return it from [`Adapter::logs`](crate::Adapter::logs)) and
+    /// its bytes never enter the guest.
+    pub fn logs(&self, name: &str, lp: &LogParams) -> Result<InputStream, KubeError> {
+        let namespace = self.pod_target(name)?;
+        wait_turn()?;
+        super::budget::spend();
+        Ok(raw::logs(&lp.request(namespace, name))?)
+    }
+
+    /// Start a process in a container (`pods/{name}/exec`). The raw session
+    /// implements [`ExecSession`](crate::ExecSession), so
+    /// [`Adapter::exec`](crate::Adapter::exec) can return it boxed.
+    pub fn exec(&self, name: &str, ep: &ExecParams) -> Result<raw::ExecSession, KubeError> {
+        let namespace = self.pod_target(name)?;
+        let request = ep.request(namespace, name)?;
+        wait_turn()?;
+        super::budget::spend();
+        Ok(raw::exec(&request)?)
+    }
+}

@@ -249,6 +249,15 @@ fn excerpt(body: &[u8]) -> String {
     }
 }
 
+/// A wait the call's end cut short: `Timeout` when its deadline passed,
+/// else `Cancelled`.
+pub(crate) fn call_ended(e: Error) -> KubeError {
+    match e {
+        Error::Timeout(_) => KubeError::Timeout,
+        _ => KubeError::Cancelled,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

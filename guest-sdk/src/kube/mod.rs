@@ -81,6 +81,27 @@
 //! }
 //! ```
 //!
+//! # Custom resources
+//!
+//! A kind known only at run time is a [`DynamicObject`] over an
+//! [`ApiResource`]:
+//!
+//! ```no_run
+//! use pando_adapter_sdk::kube::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+//!
+//! # fn f() -> Result<(), pando_adapter_sdk::kube::KubeError> {
+//! let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+//! let widgets = Api::<DynamicObject>::namespaced_with(
+//!     "pando-x",
+//!     &ApiResource::from_gvk_with_plural(&gvk, "widgets"),
+//! );
+//! for widget in widgets.list(&ListParams::default())? {
+//!     let size = widget.data["spec"]["size"].as_u64();
+//!     println!("{:?}: {size:?}", widget.metadata.name);
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! # Deleting
 //!
 //! [`Api::delete`] answers `Ok(())` once the API server accepted the
@@ -92,12 +113,20 @@
 //! The raw import stays at [`crate::kubernetes`], for requests this client
 //! does not make.
 
+// The same files in both SDK lines (the 0.2 line links to them): the
+// requests, their parameters, the answers and errors, the budget's
+// bucket, the watch's events and the watcher's backoff.
 mod api;
 pub mod budget;
-mod calls;
 mod error;
 mod params;
 mod request;
+mod requests;
+mod watch_event;
+mod watcher_parts;
+// The 0.1 line's own: what sends and waits (blocking, on pollables).
+mod calls;
+mod send;
 mod watch;
 pub mod watcher;
 
@@ -113,7 +142,8 @@ pub use params::{
     DeleteParams, ExecParams, ListParams, LogParams, Patch, PatchParams, PostParams, Preconditions,
     PropagationPolicy, WatchParams,
 };
-pub use watch::{WatchEnd, WatchEvent, WatchStream};
+pub use watch::WatchStream;
+pub use watch_event::{WatchEnd, WatchEvent};
 pub use watcher::{Backoff, Event as WatcherEvent, Watcher, wait_for_deletion, watcher};
 pub use {k8s_openapi, kube_core};
 

@@ -1,7 +1,8 @@
 //! The seam between `kube-core` and the host: the `http::Request` that
 //! [`kube_core::Request`] builds, as the host import's request (method,
-//! path, query pairs, body, content type) or watch request, and the one
-//! place a typed call reaches the import.
+//! path, query pairs, body, content type) or watch request, and the
+//! answer decoded. Sending is `send.rs`'s, the one place a typed call
+//! reaches the import. The same file in both SDK lines.
 
 use http::header::CONTENT_TYPE;
 use serde::de::DeserializeOwned;
@@ -120,34 +121,25 @@ pub(crate) fn to_raw_watch(
     Ok(watch)
 }
 
-/// The one place a typed call reaches the import, after the adapter's own
-/// budget ([`super::budget`]) lets it.
-pub(crate) fn send(request: raw::Request) -> Result<raw::Response, KubeError> {
-    super::budget::wait_turn()?;
-    let response = raw::send(&request);
-    let cached = response.as_ref().is_ok_and(|r| {
-        r.headers
+/// Whether an answer costs the adapter's budget ([`super::budget`]): it
+/// does once the request reached the API server. A refusal of the host's
+/// (grants, body cap) never reached it, and a read the host answered from
+/// its watch-fed cache (`pando-cache: hit`) cost it nothing; the host's own
+/// rate still counts the refusals.
+pub(crate) fn charges_budget(response: &Result<raw::Response, raw::ApiError>) -> bool {
+    match response {
+        Ok(r) => !r
+            .headers
             .iter()
-            .any(|(k, v)| k.eq_ignore_ascii_case("pando-cache") && v == "hit")
-    });
-    // A refusal of the host's (grants, body cap) never reached the API
-    // server either; the host's own rate still counts those.
-    let reached = !matches!(
-        &response,
-        Err(raw::ApiError::Denied(_)
-            | raw::ApiError::InvalidRequest(_)
-            | raw::ApiError::TooLarge(_)
-            | raw::ApiError::Cancelled)
-    );
-    if reached && !cached {
-        super::budget::spend();
+            .any(|(k, v)| k.eq_ignore_ascii_case("pando-cache") && v == "hit"),
+        Err(e) => !matches!(
+            e,
+            raw::ApiError::Denied(_)
+                | raw::ApiError::InvalidRequest(_)
+                | raw::ApiError::TooLarge(_)
+                | raw::ApiError::Cancelled
+        ),
     }
-    Ok(response?)
-}
-
-/// Sends kube-core's `request` and decodes the answer as `T`.
-pub(crate) fn call<T: DeserializeOwned>(request: http::Request<Vec<u8>>) -> Result<T, KubeError> {
-    decode(&send(to_raw(request)?)?)
 }
 
 /// A 2xx answer's body as `T`; otherwise the answer's error.

@@ -4,8 +4,8 @@
 //! (`tests/components/v02-kube`) says in its answer what it read, so each
 //! test asserts what crossed the boundary, not only that a call returned.
 
-use k8s_openapi::api::core::v1::Pod;
-use pando_host::types::LogOptions;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use pando_host::types::{ExecRequest, LogOptions};
 use pando_host::{Grants, Limits, LoadOptions};
 use pando_tests::cluster::{self, Identity};
 use pando_tests::components;
@@ -195,5 +195,85 @@ async fn a_0_2_exec_terminal_is_resized_while_the_program_runs_on_the_real_node(
          line that let the program go on, then the size the resize gave, \
          rows first as `stty size` prints it"
     );
+    ns.delete().await.expect("cleanup");
+}
+
+/// The SDK 0.2 line's typed client, its calls `async`, through the host:
+/// a ConfigMap created, read, listed by label, patched by server-side
+/// apply, deleted and waited for until it is gone (`wait_for_deletion`
+/// on the import's watch stream).
+#[tokio::test]
+async fn the_0_2_sdks_typed_client_creates_reads_lists_patches_and_deletes() {
+    let (a, _h) = load().await;
+    let ns = probe::app_namespace("v02-typed").await;
+    let seen = op(&a, &format!("typed:{}", ns.name))
+        .await
+        .expect("the typed calls");
+    assert_eq!(
+        seen,
+        "created=typed read=hello listed=1 patched=patched gone=true missing=true"
+    );
+    ns.delete().await.expect("cleanup");
+}
+
+/// The SDK 0.2 line's watcher: it lists first (a map made before it is
+/// listed), says where the list ends, then follows a change made after.
+#[tokio::test]
+async fn the_0_2_sdks_watcher_lists_then_follows() {
+    let (a, _h) = load().await;
+    let ns = probe::app_namespace("v02-watcher").await;
+    let admin = cluster::client(Identity::Admin).await.expect("admin");
+    let maps: kube::Api<ConfigMap> = kube::Api::namespaced(admin, &ns.name);
+    let before: ConfigMap =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "before"}})).expect("a map");
+    maps.create(&kube::api::PostParams::default(), &before)
+        .await
+        .expect("create");
+    let seen = op(&a, &format!("watcher:{}", ns.name))
+        .await
+        .expect("the watcher");
+    let seen: Vec<&str> = seen.split(',').collect();
+    assert_eq!(seen.first(), Some(&"init"), "{seen:?}");
+    assert!(seen.contains(&"listed:before"), "{seen:?}");
+    assert_eq!(seen.last(), Some(&"apply:followed"), "{seen:?}");
+    ns.delete().await.expect("cleanup");
+}
+
+/// An exec through a 0.2 adapter built on the SDK: core's stdin stream is
+/// handed to the import and the import's session back to core
+/// (`Api::exec`, `ExecSession::from`), its bytes never in the guest; the
+/// program reads what core wrote, and its exit code arrives.
+#[tokio::test]
+async fn a_0_2_adapter_hands_cores_exec_streams_to_the_import_and_its_session_back() {
+    let (a, _h) = load().await;
+    let ns = probe::app_namespace("v02-exec-on").await;
+    probe::running_pod(&ns.name, "web", "main").await;
+    let ctx = probe::ctx();
+    let mut session = a
+        .exec(
+            &ctx,
+            &wref(&ns.name, "web"),
+            &ExecRequest {
+                command: ["sh", "-c", "read l; echo \"got $l\"; echo oops >&2; exit 4"]
+                    .iter()
+                    .map(|s| (*s).to_string())
+                    .collect(),
+                stdin: true,
+                tty: false,
+                size: None,
+            },
+        )
+        .await
+        .expect("exec");
+    let mut stdin = session.stdin().await.expect("stdin").expect("asked for");
+    let mut stdout = session.stdout().await.expect("stdout").expect("an output");
+    let mut stderr = session.stderr().await.expect("stderr").expect("apart");
+    stdin.write_all(b"handed on\n").await.expect("write");
+    let out = stdout.read_to_end(1 << 20).await.expect("stdout");
+    let err = stderr.read_to_end(1 << 20).await.expect("stderr");
+    drop(stdin);
+    assert_eq!(String::from_utf8_lossy(&out), "got handed on\n");
+    assert_eq!(String::from_utf8_lossy(&err), "oops\n");
+    assert_eq!(session.wait(&ctx).await.expect("the exit"), 4);
     ns.delete().await.expect("cleanup");
 }

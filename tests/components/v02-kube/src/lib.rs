@@ -3,7 +3,9 @@
 //! model's own streams, for the host's tests against the test cluster.
 //! `apply` runs the operation its `plan.id` names; its handle's `location`
 //! is what the operation saw; a cancelled call returns `cancelled` at
-//! once (`call.cancelled`). `logs` hands on the log of pod `workload` in
+//! once (`call.cancelled`). `exec` runs the command in pod `workload` of
+//! namespace `bundle` through the SDK's typed client, core's stdin and
+//! sizes handed to the import and its session back. `logs` hands on the log of pod `workload` in
 //! namespace `bundle` as the import opened it (its bytes never pass through
 //! the probe). Every other call is the SDK's `unsupported`: the probe is
 //! built on `pando-adapter-sdk-v02`, its raw Kubernetes import included.
@@ -14,13 +16,22 @@
 //! | `logs:<ns>:<pod>` | the pod's log, read to its end, then its `done` future | the log |
 //! | `watch:<ns>:<timeout>:<version>` | a watch of pods in `<ns>` from `<version>` (empty: from now), read until the server closes it after `<timeout>` s, then its `end` future | `<end>:<events>`: `closed`, `expired` or `failed`, and how many events came |
 //! | `exec:<ns>:<pod>` | `sh -c 'read line; echo "got $line"; exit 3'` with `through the host` written to its stdin stream | `exit=<code> out=<stdout>` |
+//! | `typed:<ns>` | the SDK's typed client: a ConfigMap `typed` created, read, listed by label, patched by server-side apply, deleted, waited for until gone | `created=<name> read=<value> listed=<n> patched=<value> gone=<bool> missing=<bool>` |
+//! | `watcher:<ns>` | the SDK's watcher of ConfigMaps: its list, then a map `followed` the probe creates | the events, comma-separated: `init`, `listed:<name>`…, `apply:followed` |
 //! | `resize:<ns>:<pod>:<cols>x<rows>` | `echo "before: $(stty size)"; read go`, then `after: ` and the terminal's size once it has one (within 5 s), on a terminal: once the first line is read, the terminal is resized to `<cols>x<rows>` through the resize stream and a line written to stdin | `exit=<code> out=<stdout>` (the terminal's output: both sizes) |
 //!
 //! A Kubernetes error is the operation's error: a grant refusal is
 //! `denied("<message> (missing grant: <rule>)")`, anything else
 //! `unavailable` with the host's words.
 
+use std::time::Duration;
+
 use pando_adapter_sdk_v02::bindings::kube::wit_stream;
+use pando_adapter_sdk_v02::kube::k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use pando_adapter_sdk_v02::kube::{
+    Api, DeleteParams, ExecParams, ListParams, Patch, PatchParams, PostParams, ResourceExt,
+    WatchParams, WatcherEvent, wait_for_deletion, watcher,
+};
 use pando_adapter_sdk_v02::kubernetes::{
     self as k8s, ApiError, ExecRequest as KubeExec, LogRequest, Method, Request, WatchEnd,
     WatchRequest,
@@ -178,6 +189,82 @@ async fn exec(ns: &str, pod: &str, size: Option<TerminalSize>) -> Result<String,
     Ok(format!("exit={code} out={}", String::from_utf8_lossy(&out)))
 }
 
+/// The SDK's typed client, each call through the host: a ConfigMap
+/// created, read, listed, patched by server-side apply, deleted and waited
+/// for.
+async fn typed(ns: &str) -> Result<String, Error> {
+    let maps = Api::<ConfigMap>::namespaced(ns);
+    let object: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "typed", "labels": { "probe": "v02" } },
+        "data": { "greeting": "hello" },
+    }))
+    .map_err(|e| Error::Internal(e.to_string()))?;
+    let created = maps.create(&PostParams::default(), &object).await?;
+    let read = maps.get("typed").await?;
+    let listed = maps
+        .list(&ListParams::default().labels("probe=v02"))
+        .await?
+        .items
+        .len();
+    let patch = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "data": { "greeting": "patched" },
+    });
+    let patched = maps
+        .patch(
+            "typed",
+            &PatchParams::apply("v02-probe").force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    maps.delete("typed", &DeleteParams::background()).await?;
+    let gone = wait_for_deletion(&maps, "typed", Duration::from_secs(10)).await?;
+    let missing = maps.get_opt("typed").await?.is_none();
+    let value = |m: &ConfigMap| {
+        m.data
+            .as_ref()
+            .and_then(|d| d.get("greeting").cloned())
+            .unwrap_or_default()
+    };
+    Ok(format!(
+        "created={} read={} listed={listed} patched={} gone={gone} missing={missing}",
+        created.name_any(),
+        value(&read),
+        value(&patched)
+    ))
+}
+
+/// The SDK's watcher of ConfigMaps in `ns`: its list (`Init`, an
+/// `InitApply` per map, `InitDone`), then a map the probe creates seen
+/// as an `Apply`.
+async fn follow(ns: &str) -> Result<String, Error> {
+    let maps = Api::<ConfigMap>::namespaced(ns);
+    let mut w = watcher(maps.clone(), WatchParams::default());
+    let mut seen = Vec::new();
+    loop {
+        match w.next().await? {
+            WatcherEvent::Init => seen.push("init".to_string()),
+            WatcherEvent::InitApply(m) => seen.push(format!("listed:{}", m.name_any())),
+            WatcherEvent::InitDone => break,
+            other => return Err(Error::Internal(format!("before the list's end: {other:?}"))),
+        }
+    }
+    let object: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "followed" },
+    }))
+    .map_err(|e| Error::Internal(e.to_string()))?;
+    maps.create(&PostParams::default(), &object).await?;
+    loop {
+        if let WatcherEvent::Apply(m) = w.next().await?
+            && m.name_any() == "followed"
+        {
+            seen.push("apply:followed".into());
+            return Ok(seen.join(","));
+        }
+    }
+}
+
 async fn operation(id: &str) -> Result<String, Error> {
     let parts: Vec<&str> = id.splitn(4, ':').collect();
     match parts.as_slice() {
@@ -185,6 +272,8 @@ async fn operation(id: &str) -> Result<String, Error> {
         ["logs", ns, pod] => logs(ns, pod).await,
         ["watch", ns, timeout, version] => watch(ns, timeout, version).await,
         ["exec", ns, pod] => exec(ns, pod, None).await,
+        ["typed", ns] => typed(ns).await,
+        ["watcher", ns] => follow(ns).await,
         ["resize", ns, pod, size] => {
             let (cols, rows) = size.split_once('x').ok_or_else(|| invalid(id))?;
             let size = TerminalSize {
@@ -246,6 +335,28 @@ impl Adapter for V02Kube {
         Ok(streams::handed_on(log.bytes, async move {
             done.await.map_err(|e| api("reading the log", e))
         }))
+    }
+
+    /// Pod `workload` in namespace `bundle`: core's stdin and sizes handed
+    /// to the import, and its session handed back, through the SDK's typed
+    /// client.
+    async fn exec(
+        &self,
+        workload: WorkloadRef,
+        request: ExecRequest,
+        stdin: Option<StreamReader<u8>>,
+        resize: Option<StreamReader<TerminalSize>>,
+    ) -> Result<ExecSession, Error> {
+        let params = ExecParams {
+            container: None,
+            command: request.command,
+            stdin: request.stdin,
+            tty: request.tty,
+        };
+        let session = Api::<Pod>::namespaced(&workload.bundle)
+            .exec(&workload.workload, &params, stdin, resize)
+            .await?;
+        Ok(ExecSession::from(session))
     }
 }
 

@@ -1,11 +1,12 @@
-//! Tests of `calls.rs`, beside it.
+//! Tests of `requests.rs`, beside it.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube_core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube_core::{ApiResource, DynamicObject, GroupVersionKind, ObjectList, PartialObjectMeta};
 
-use super::super::request::decode;
+use super::super::api::Listed;
 use super::super::request::tests::pairs;
+use super::super::request::{check_status, decode};
 use super::*;
 
 /// The written GET is kube-core's, field for field, for every name

@@ -1,0 +1,1 @@
+../../../guest-sdk/src/kube/budget.rs
