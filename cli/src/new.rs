@@ -10,13 +10,10 @@ use clap::Args;
 
 use crate::failure::{Failure, Outcome};
 
-/// The template's source, grants, configuration, plan and lock file.
-const TEMPLATE_LIB: &str = include_str!("../../examples/template-adapter/src/lib.rs");
-const TEMPLATE_OBJECTS: &str = include_str!("../../examples/template-adapter/src/objects.rs");
-const TEMPLATE_GRANTS: &str = include_str!("../../examples/template-adapter/grants.yaml");
-const TEMPLATE_CONFIG: &str = include_str!("../../examples/template-adapter/config.yaml");
-const TEMPLATE_PLAN: &str = include_str!("../../examples/template-adapter/plan.yaml");
-const TEMPLATE_LOCK: &str = include_str!("../../examples/template-adapter/Cargo.lock");
+mod templates;
+pub use templates::Contract;
+use templates::{RENAMES, Template};
+
 /// The workspace's toolchain pin, whose channel the new crate gets.
 const WORKSPACE_TOOLCHAIN: &str = include_str!("../../rust-toolchain.toml");
 
@@ -29,13 +26,19 @@ pub struct NewArgs {
     /// Where to write it (default: `./NAME`); must not exist, or be empty.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// The contract it exports: `0.1` (WASI 0.2, `pando-adapter-sdk`) or
+    /// `0.2` (WASI 0.3: `async` calls, `stream<u8>`, exec resize, a
+    /// workload's `security`; `pando-adapter-sdk-v02`).
+    #[arg(long, value_enum, default_value = "0.1", value_name = "VERSION")]
+    pub contract: Contract,
 }
 
-/// Where the new crate gets `pando-adapter-sdk` from.
+/// Where the new crate gets its SDK line from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SdkSource {
-    /// By path: the `guest-sdk/` of the checkout this `pando-host` was
-    /// built from, which still exists.
+    /// By path: the SDK line's directory (`guest-sdk/`, `guest-sdk-v02/`)
+    /// of the checkout this `pando-host` was built from, which still
+    /// exists.
     Path(PathBuf),
     /// By version, from the registry: `pando-host` was built elsewhere.
     Version(String),
@@ -47,22 +50,30 @@ pub enum SdkSource {
 pub const CHECKOUT_ENV: &str = "PANDO_CHECKOUT";
 
 impl SdkSource {
-    /// The SDK of the checkout named by [`CHECKOUT_ENV`], else of the one
-    /// this binary was built from, when it is there; else this release's
-    /// version.
-    pub fn find() -> SdkSource {
+    /// `contract`'s SDK line in the checkout named by [`CHECKOUT_ENV`],
+    /// else in the one this binary was built from, when it is there; else
+    /// this release's version.
+    pub fn find(contract: Contract) -> SdkSource {
         let named = std::env::var_os(CHECKOUT_ENV).map(PathBuf::from);
         let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        Self::find_in(named.iter().map(PathBuf::as_path).chain([built.as_path()]))
+        Self::find_in(
+            contract,
+            named.iter().map(PathBuf::as_path).chain([built.as_path()]),
+        )
     }
 
-    /// The SDK of the first of `checkouts` that holds one, else this
-    /// release's version.
-    pub fn find_in<'a>(checkouts: impl IntoIterator<Item = &'a Path>) -> SdkSource {
+    /// `contract`'s SDK line in the first of `checkouts` that holds it,
+    /// else this release's version.
+    pub fn find_in<'a>(
+        contract: Contract,
+        checkouts: impl IntoIterator<Item = &'a Path>,
+    ) -> SdkSource {
+        let template = contract.template();
+        let name = format!("name = \"{}\"", template.sdk_package);
         for checkout in checkouts {
-            let sdk = checkout.join("guest-sdk");
-            let is_sdk = std::fs::read_to_string(sdk.join("Cargo.toml"))
-                .is_ok_and(|t| t.contains("name = \"pando-adapter-sdk\""));
+            let sdk = checkout.join(template.sdk_dir);
+            let is_sdk =
+                std::fs::read_to_string(sdk.join("Cargo.toml")).is_ok_and(|t| t.contains(&name));
             if let (true, Ok(path)) = (is_sdk, sdk.canonicalize()) {
                 return SdkSource::Path(path);
             }
@@ -70,18 +81,24 @@ impl SdkSource {
         SdkSource::Version(env!("CARGO_PKG_VERSION").to_string())
     }
 
-    /// The dependency line of `Cargo.toml`.
-    fn dependency(&self) -> String {
+    /// The dependency line of `Cargo.toml`. The 0.2 line goes by the 0.1
+    /// line's name (`package = …`), so the template's code reads the same.
+    fn dependency(&self, template: &Template) -> String {
+        let package = match template.sdk_package {
+            "pando-adapter-sdk" => String::new(),
+            other => format!("package = \"{other}\", "),
+        };
         match self {
             SdkSource::Path(p) => format!(
                 "# By path: the SDK of the Pando checkout `pando-host new` ran from.\n\
-                 pando-adapter-sdk = {{ path = {} }}\n",
+                 pando-adapter-sdk = {{ {package}path = {} }}\n",
                 toml_string(&p.to_string_lossy())
             ),
             SdkSource::Version(v) => format!(
                 "# By version, from your registry. Without one that has it, point at a checkout\n\
-                 # of Pando: pando-adapter-sdk = {{ path = \"/path/to/pando/guest-sdk\" }}\n\
-                 pando-adapter-sdk = \"{v}\"\n"
+                 # of Pando: pando-adapter-sdk = {{ {package}path = \"/path/to/pando/{}\" }}\n\
+                 pando-adapter-sdk = {{ {package}version = \"{v}\" }}\n",
+                template.sdk_dir
             ),
         }
     }
@@ -173,7 +190,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
         "it is longer than 64 characters".to_string()
     } else if RESERVED.contains(&name.replace('-', "_").as_str()) {
         "Rust reserves it".to_string()
-    } else if name == "pando-adapter-sdk" || name == "pando_adapter_sdk" {
+    } else if name.starts_with("pando-adapter-sdk") || name.starts_with("pando_adapter_sdk") {
         "it is the SDK's own name".to_string()
     } else {
         return Ok(());
@@ -194,30 +211,16 @@ fn type_name(name: &str) -> String {
         .collect()
 }
 
-/// The template's source with the new name: its type, its kind, its
-/// description. Each piece replaced must be in the template (a unit test
-/// holds it), so a reworded template fails that test, not an author.
-const RENAMES: &[(&str, &str)] = &[
-    ("pub struct Template {", "pub struct {Type} {"),
-    ("impl Adapter for Template {", "impl Adapter for {Type} {"),
-    ("Ok(Template {", "Ok({Type} {"),
-    ("export_adapter!(Template);", "export_adapter!({Type});"),
-    ("kind: \"template\".into(),", "kind: \"{name}\".into(),"),
-    (
-        "description: \"A template adapter: one bare pod per workload on Kubernetes.\".into(),",
-        "description: \"{name}: one bare pod per workload on Kubernetes.\".into(),",
-    ),
-];
-
 /// `src/lib.rs` of the new crate.
-pub fn lib_rs(name: &str) -> String {
+pub fn lib_rs(name: &str, template: &Template) -> String {
     let ty = type_name(name);
     let mut src = format!(
-        "//! `{name}`: a Pando runtime adapter, written by `pando-host new` from\n\
-         //! Pando's template adapter (examples/template-adapter). Make it yours:\n\
-         //! docs/authoring.md walks through every method.\n//!\n"
+        "//! `{name}`: a Pando runtime adapter of contract {}, written by `pando-host new`\n\
+         //! from Pando's template adapter ({}). Make it yours:\n\
+         //! docs/authoring.md walks through every method.\n//!\n",
+        template.version, template.path
     );
-    let mut body = TEMPLATE_LIB.to_string();
+    let mut body = template.lib.to_string();
     for (from, to) in RENAMES {
         body = body.replace(from, &to.replace("{Type}", &ty).replace("{name}", name));
     }
@@ -253,7 +256,7 @@ target = \"wasm32-wasip2\"
 ";
 
 /// `Cargo.toml` of the new crate.
-pub fn cargo_toml(name: &str, sdk: &SdkSource) -> String {
+pub fn cargo_toml(name: &str, sdk: &SdkSource, template: &Template) -> String {
     format!(
         "[package]\n\
          name = \"{name}\"\n\
@@ -272,17 +275,20 @@ pub fn cargo_toml(name: &str, sdk: &SdkSource) -> String {
          serde_json = \"1\"\n\n\
          [profile.release]\n\
          opt-level = \"s\"\n",
-        sdk.dependency()
+        sdk.dependency(template)
     )
 }
 
 /// `Cargo.lock`: the template's, the versions Pando is tested with.
-pub fn cargo_lock(name: &str) -> String {
-    TEMPLATE_LOCK.replace("name = \"template-adapter\"", &format!("name = \"{name}\""))
+pub fn cargo_lock(name: &str, template: &Template) -> String {
+    template.lock.replace(
+        &format!("name = \"{}\"\n", template.package),
+        &format!("name = \"{name}\"\n"),
+    )
 }
 
 /// The README: what was written and the exact commands.
-pub fn readme(name: &str, sdk: &SdkSource) -> String {
+pub fn readme(name: &str, sdk: &SdkSource, template: &Template) -> String {
     let wasm = format!(
         "target/wasm32-wasip2/release/{}.wasm",
         name.replace('-', "_")
@@ -292,9 +298,10 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
             let root = p.parent().unwrap_or(p).display().to_string();
             (
                 format!(
-                    "`pando-adapter-sdk` comes **by path** from the Pando checkout this crate \
+                    "`{}` comes **by path** from the Pando checkout this crate \
                      was made from: `{}`. Move the crate freely; keep that checkout, or change \
                      the path in `Cargo.toml`.",
+                    template.sdk_package,
                     p.display()
                 ),
                 format!("{root}/scripts/cluster exec -- "),
@@ -305,10 +312,10 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
         }
         SdkSource::Version(v) => (
             format!(
-                "`pando-adapter-sdk` comes **by version** (`{v}`) from your registry: \
+                "`{}` comes **by version** (`{v}`) from your registry: \
                  `pando-host` was not run from a Pando checkout. Without a registry that has \
-                 it, set `pando-adapter-sdk = {{ path = \"/path/to/pando/guest-sdk\" }}` in \
-                 `Cargo.toml`."
+                 it, give its path in `Cargo.toml` (`/path/to/pando/{}`).",
+                template.sdk_package, template.sdk_dir
             ),
             String::new(),
             "YOUR.kubeconfig".to_string(),
@@ -317,7 +324,8 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
     };
     format!(
         "# {name}\n\n\
-         A Pando runtime adapter, written by `pando-host new` from Pando's template adapter: each \
+         A Pando runtime adapter of contract `pando:runtime@{version}`, written by `pando-host \
+         new` from Pando's template adapter ({path}): each \
          app is a namespace `pando-<app>` with one bare pod (and one headless Service) per \
          workload and one PersistentVolumeClaim per volume. Pando's docs/authoring.md explains \
          every method of `src/lib.rs`.\n\n\
@@ -358,7 +366,9 @@ pub fn readme(name: &str, sdk: &SdkSource) -> String {
          capability could not be proven here. The summary counts passes, failures and skips; `--only \
          'C-APPLY-*'` reruns a few cases. A call the grants refuse fails `denied`, naming the \
          rule to add to `grants.yaml`; `--grants-report -` after a verb lists the rules used and \
-         never used.\n"
+         never used.\n",
+        version = template.version,
+        path = template.path,
     )
 }
 
@@ -382,19 +392,20 @@ pub fn new(args: &NewArgs) -> Outcome {
             dir.display()
         )));
     }
-    let sdk = SdkSource::find();
+    let template = args.contract.template();
+    let sdk = SdkSource::find(args.contract);
     let files: [(&str, String); 11] = [
-        ("Cargo.toml", cargo_toml(&args.name, &sdk)),
-        ("Cargo.lock", cargo_lock(&args.name)),
+        ("Cargo.toml", cargo_toml(&args.name, &sdk, template)),
+        ("Cargo.lock", cargo_lock(&args.name, template)),
         ("rust-toolchain.toml", toolchain()),
         (".cargo/config.toml", CARGO_CONFIG.to_string()),
         (".gitignore", "/target\n".to_string()),
-        ("src/lib.rs", lib_rs(&args.name)),
-        ("src/objects.rs", TEMPLATE_OBJECTS.to_string()),
-        ("grants.yaml", TEMPLATE_GRANTS.to_string()),
-        ("config.yaml", TEMPLATE_CONFIG.to_string()),
-        ("plan.yaml", TEMPLATE_PLAN.to_string()),
-        ("README.md", readme(&args.name, &sdk)),
+        ("src/lib.rs", lib_rs(&args.name, template)),
+        ("src/objects.rs", template.objects.to_string()),
+        ("grants.yaml", template.grants.to_string()),
+        ("config.yaml", template.config.to_string()),
+        ("plan.yaml", template.plan.to_string()),
+        ("README.md", readme(&args.name, &sdk, template)),
     ];
     for (path, text) in &files {
         let path = dir.join(path);
@@ -409,7 +420,12 @@ pub fn new(args: &NewArgs) -> Outcome {
         SdkSource::Path(p) => format!("the SDK by path, {}", p.display()),
         SdkSource::Version(v) => format!("the SDK by version, {v}"),
     };
-    println!("created {} in {} ({how})", args.name, dir.display());
+    println!(
+        "created {} in {}, an adapter of pando:runtime@{} ({how})",
+        args.name,
+        dir.display(),
+        template.version
+    );
     println!(
         "next: cd {} && cargo build --release; see README.md",
         dir.display()
@@ -443,20 +459,25 @@ mod tests {
     }
 
     #[test]
-    fn every_rename_finds_its_text_in_the_template() {
-        for (from, _) in RENAMES {
-            assert!(
-                TEMPLATE_LIB.contains(from),
-                "examples/template-adapter/src/lib.rs no longer contains `{from}`: update \
-                 RENAMES in cli/src/new.rs"
-            );
+    fn every_rename_finds_its_text_in_every_template() {
+        for template in templates::all() {
+            for (from, _) in RENAMES {
+                assert!(
+                    template.lib.contains(from),
+                    "{}/src/lib.rs no longer contains `{from}`: update RENAMES in \
+                     cli/src/new/templates.rs",
+                    template.path
+                );
+            }
+            let src = lib_rs("my-adapter", template);
+            assert!(!src.contains("Template"), "a `Template` is left");
+            assert!(src.contains("export_adapter!(MyAdapter);"));
+            assert!(src.contains("kind: \"my-adapter\".into(),"));
+            let lock = cargo_lock("my-adapter", template);
+            assert!(lock.contains("name = \"my-adapter\""));
+            assert!(!lock.contains("template-adapter"), "{}", template.path);
+            assert!(lock.contains(&format!("name = \"{}\"", template.sdk_package)));
         }
-        let src = lib_rs("my-adapter");
-        assert!(!src.contains("Template"), "a `Template` is left");
-        assert!(src.contains("export_adapter!(MyAdapter);"));
-        assert!(src.contains("kind: \"my-adapter\".into(),"));
-        assert!(cargo_lock("my-adapter").contains("name = \"my-adapter\""));
-        assert!(!cargo_lock("my-adapter").contains("template-adapter"));
     }
 
     #[test]
@@ -470,10 +491,23 @@ mod tests {
         // was deleted) falls through to the checkout the binary was built from.
         let empty = std::env::temp_dir();
         assert_eq!(
-            SdkSource::find_in([empty.as_path(), built.as_path()]),
+            SdkSource::find_in(Contract::V0_1, [empty.as_path(), built.as_path()]),
             SdkSource::Path(sdk.clone())
         );
-        assert_eq!(SdkSource::find_in([built.as_path()]), SdkSource::Path(sdk));
+        assert_eq!(
+            SdkSource::find_in(Contract::V0_1, [built.as_path()]),
+            SdkSource::Path(sdk)
+        );
+        // The 0.2 line is its own directory of the same checkout.
+        assert_eq!(
+            SdkSource::find_in(Contract::V0_2, [built.as_path()]),
+            SdkSource::Path(
+                built
+                    .join("guest-sdk-v02")
+                    .canonicalize()
+                    .expect("the 0.2 line")
+            )
+        );
         // A named checkout that holds one wins over the one it was built from.
         let clone = tempfile::tempdir().expect("a directory");
         std::fs::create_dir(clone.path().join("guest-sdk")).expect("guest-sdk/");
@@ -484,11 +518,11 @@ mod tests {
         .expect("its Cargo.toml");
         let theirs = clone.path().join("guest-sdk").canonicalize().expect("it");
         assert_eq!(
-            SdkSource::find_in([clone.path(), built.as_path()]),
+            SdkSource::find_in(Contract::V0_1, [clone.path(), built.as_path()]),
             SdkSource::Path(theirs)
         );
         assert_eq!(
-            SdkSource::find_in([empty.as_path()]),
+            SdkSource::find_in(Contract::V0_1, [empty.as_path()]),
             SdkSource::Version(env!("CARGO_PKG_VERSION").to_string())
         );
     }
@@ -505,27 +539,45 @@ mod tests {
 
     #[test]
     fn the_dependencies_are_the_templates() {
-        let template = include_str!("../../examples/template-adapter/Cargo.toml");
-        let mine = cargo_toml("x", &SdkSource::Version("0.1.0".into()));
-        let deps = |t: &str| -> Vec<String> {
-            t.split("[dependencies]")
-                .nth(1)
-                .and_then(|s| s.split("\n[").next())
-                .map(|s| {
-                    s.lines()
-                        .filter(|l| !l.starts_with('#') && l.contains('='))
-                        .map(|l| l.split('=').next().unwrap_or_default().trim().to_string())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        assert_eq!(deps(template), deps(&mine), "{mine}");
-        let by_path = cargo_toml("x", &SdkSource::Path("/p/guest-sdk".into()));
+        let manifests = [
+            include_str!("../../examples/template-adapter/Cargo.toml"),
+            include_str!("../../examples/template-adapter-v02/Cargo.toml"),
+        ];
+        for (manifest, template) in manifests.iter().zip(templates::all()) {
+            let mine = cargo_toml("x", &SdkSource::Version("0.1.0".into()), template);
+            assert_eq!(deps(manifest), deps(&mine), "{mine}");
+            assert!(mine.contains(&format!(
+                "pando-adapter-sdk = {{ {}version = \"0.1.0\" }}",
+                match template.sdk_package {
+                    "pando-adapter-sdk" => String::new(),
+                    other => format!("package = \"{other}\", "),
+                }
+            )));
+        }
+        let template = templates::all()[0];
+        let by_path = cargo_toml("x", &SdkSource::Path("/p/guest-sdk".into()), template);
         assert!(by_path.contains("pando-adapter-sdk = { path = \"/p/guest-sdk\" }"));
-        assert!(readme("x", &SdkSource::Version("0.1.0".into())).contains("**by version**"));
         assert!(
-            readme("x", &SdkSource::Path("/p/guest-sdk".into()))
+            readme("x", &SdkSource::Version("0.1.0".into()), template).contains("**by version**")
+        );
+        assert!(
+            readme("x", &SdkSource::Path("/p/guest-sdk".into()), template)
                 .contains("/p/scripts/cluster exec -- pando-host conformance")
         );
+    }
+
+    /// The dependency names of a manifest's `[dependencies]`.
+    fn deps(manifest: &str) -> Vec<String> {
+        manifest
+            .split("[dependencies]")
+            .nth(1)
+            .and_then(|s| s.split("\n[").next())
+            .map(|s| {
+                s.lines()
+                    .filter(|l| !l.starts_with('#') && l.contains('='))
+                    .map(|l| l.split('=').next().unwrap_or_default().trim().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }

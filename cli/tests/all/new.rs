@@ -172,22 +172,29 @@ fn cargo_in(dir: &Path) -> Command {
     cmd
 }
 
-/// The whole path: `new`, `cargo build --release`, `conformance` on the
-/// test cluster's real node, as the template's config.yaml places its pods
-/// (every case passes: none skipped, none unproven), its `plan.yaml` applied
-/// and destroyed, then a denial and the grants report's text form.
-#[test]
-fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
+/// `new NAME --contract CONTRACT`, `cargo build --release`, its unit
+/// tests, and `conformance` on the test cluster's real node, as the
+/// template's config.yaml places its pods: every case passes (none skipped,
+/// none unproven). The crate's directory and its component.
+fn new_builds_and_passes_conformance(
+    dir: &Path,
+    cache: &Path,
+    name: &str,
+    contract: &str,
+) -> (PathBuf, PathBuf) {
     let kubeconfig = admin_kubeconfig();
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let cache = dir.path().join("cache");
-    let krate = dir.path().join("first-adapter");
-    let o = pando_host(&cache)
-        .args(["new", "first-adapter", "--dir"])
+    let krate = dir.join(name);
+    let o = pando_host(cache)
+        .args(["new", name, "--contract", contract, "--dir"])
         .arg(&krate)
         .output()
         .expect("pando-host runs");
     assert_exit(&o, 0);
+    assert!(
+        stdout(&o).contains(&format!("an adapter of pando:runtime@{contract}.0")),
+        "{}",
+        stdout(&o)
+    );
 
     // A plain `cargo build --release`: no `--target`.
     let o = cargo_in(&krate)
@@ -195,8 +202,18 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
         .output()
         .expect("cargo runs");
     assert_exit(&o, 0);
-    let wasm = repo_root().join("target/pando-new-test/wasm32-wasip2/release/first_adapter.wasm");
+    let wasm = repo_root().join(format!(
+        "target/pando-new-test/wasm32-wasip2/release/{}.wasm",
+        name.replace('-', "_")
+    ));
     assert!(wasm.is_file(), "{} was not built", wasm.display());
+    let bytes = std::fs::read(&wasm).expect("the component");
+    let export = format!("pando:runtime/adapter@{contract}.0");
+    assert!(
+        bytes.windows(export.len()).any(|w| w == export.as_bytes()),
+        "{} exports {export}",
+        wasm.display()
+    );
 
     // Its unit tests, natively, as its README says: the template's pure
     // functions, copied as they are beside the renamed `lib.rs`.
@@ -215,7 +232,7 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
     assert_exit(&o, 0);
     assert!(stdout(&o).contains("test result: ok."), "{}", stdout(&o));
 
-    let o = pando_host(&cache)
+    let o = pando_host(cache)
         .current_dir(&krate)
         .arg("conformance")
         .arg(&wasm)
@@ -264,21 +281,31 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
             "{case} did not pass:\n{text}"
         );
     }
+    (krate, wasm)
+}
 
-    // The plan `new` wrote, under its own grants and configuration, as
-    // docs/authoring.md applies it (under an id of this test's own): its
-    // workload runs, and destroy removes it.
-    let plan = dir.path().join("plan.yaml");
+/// The plan `new` wrote, under its own grants and configuration, as
+/// docs/authoring.md applies it (under the id `name`): its workload runs,
+/// and destroy removes it. The plan, written under `dir`.
+fn the_plan_runs_and_is_destroyed(
+    dir: &Path,
+    cache: &Path,
+    krate: &Path,
+    wasm: &Path,
+    name: &str,
+) -> PathBuf {
+    let kubeconfig = admin_kubeconfig();
+    let plan = dir.join("plan.yaml");
     let text = std::fs::read_to_string(krate.join("plan.yaml")).expect("the plan");
     assert!(text.contains("\nid: hello\n"), "{text}");
     std::fs::write(
         &plan,
-        text.replace("\nid: hello\n", "\nid: first-adapter\n"),
+        text.replace("\nid: hello\n", &format!("\nid: {name}\n")),
     )
     .expect("a plan");
     let own = || {
-        let mut cmd = pando_host(&cache);
-        cmd.current_dir(&krate).arg("--adapter").arg(&wasm);
+        let mut cmd = pando_host(cache);
+        cmd.current_dir(krate).arg("--adapter").arg(wasm);
         cmd.args([
             "--grants",
             "grants.yaml",
@@ -296,14 +323,14 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
         .expect("pando-host runs");
     assert_exit(&o, 0);
     assert!(
-        stdout(&o).contains("applied first-adapter"),
+        stdout(&o).contains(&format!("applied {name}")),
         "{}",
         stdout(&o)
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
     loop {
         let o = own()
-            .args(["observe", "first-adapter"])
+            .args(["observe", name])
             .output()
             .expect("pando-host runs");
         assert_exit(&o, 0);
@@ -321,10 +348,24 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
     let o = own()
-        .args(["destroy", "first-adapter", "--volumes"])
+        .args(["destroy", name, "--volumes"])
         .output()
         .expect("pando-host runs");
     assert_exit(&o, 0);
+    plan
+}
+
+/// The whole path for a 0.1.0 adapter: `new`, `cargo build --release`,
+/// `conformance` on the test cluster's real node, its `plan.yaml` applied
+/// and destroyed, then a denial and the grants report's text form.
+#[test]
+fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
+    let kubeconfig = admin_kubeconfig();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let cache = dir.path().join("cache");
+    let (krate, wasm) =
+        new_builds_and_passes_conformance(dir.path(), &cache, "first-adapter", "0.1");
+    let plan = the_plan_runs_and_is_destroyed(dir.path(), &cache, &krate, &wasm, "first-adapter");
 
     // Grants without the namespaces: the denial proposes Pando's app
     // pattern, once, and the text report lists it with the unused rule.
@@ -393,4 +434,18 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
         serde_json::from_str(&std::fs::read_to_string(&report).expect("the report"))
             .expect("the report is JSON");
     assert_eq!(v["rules"][0]["uses"], 1, "{v}");
+}
+
+/// Issue 42's "a 0.2 component passes conformance on the real node": a
+/// crate `new --contract 0.2` writes (the 0.2 template, on the SDK's 0.2
+/// line) builds offline into a component exporting
+/// `pando:runtime/adapter@0.2.0`, passes every conformance case on the
+/// real node, and runs and destroys its plan.
+#[test]
+fn a_new_0_2_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let cache = dir.path().join("cache");
+    let (krate, wasm) =
+        new_builds_and_passes_conformance(dir.path(), &cache, "second-adapter", "0.2");
+    the_plan_runs_and_is_destroyed(dir.path(), &cache, &krate, &wasm, "second-adapter");
 }
