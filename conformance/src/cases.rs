@@ -90,6 +90,8 @@ cases! {
     // adapter's API; the resume is tested against the test cluster (docs/conformance.md).
     WATCH_RESTART = "C-WATCH-03" ["O-52"] "a cancelled watch ends cleanly and a new watch reports again",
         "core restarts its watch after cancelling it or after expired; a watch that cannot start again leaves core blind";
+    SECURITY = "C-SEC-01" [] "a 0.2.0 adapter runs a workload as its security says: user, group, volume group, restricted",
+        "an app under Pod Security restricted, or one that must not run as root, is refused or runs as root when the adapter drops the plan's security";
 }
 
 impl Case {

@@ -43,6 +43,7 @@ mod lifecycle;
 mod plans;
 mod probe;
 mod report;
+mod security;
 mod sessions;
 mod snapshot;
 mod tar;
@@ -298,6 +299,7 @@ pub async fn run(target: &Target, options: &Options) -> Result<Report, Error> {
     lifecycle::run(&mut fx).await;
     volumes::run(&mut fx).await;
     watch::run(&mut fx).await;
+    security::run(&mut fx).await;
     let (cases, longest_settle) = fx.into_results();
     Ok(Report {
         adapter: adapter.kind_info().kind.clone(),

@@ -175,13 +175,14 @@ fn cargo_in(dir: &Path) -> Command {
 /// `new NAME --contract CONTRACT`, `cargo build --release`, its unit
 /// tests, and `conformance` on the test cluster's real node, as the
 /// template's config.yaml places its pods: every case passes (none skipped,
-/// none unproven). The crate's directory and its component.
+/// none unproven). The crate's directory, its component and the suite's
+/// report.
 fn new_builds_and_passes_conformance(
     dir: &Path,
     cache: &Path,
     name: &str,
     contract: &str,
-) -> (PathBuf, PathBuf) {
+) -> (PathBuf, PathBuf, String) {
     let kubeconfig = admin_kubeconfig();
     let krate = dir.join(name);
     let o = pando_host(cache)
@@ -281,7 +282,7 @@ fn new_builds_and_passes_conformance(
             "{case} did not pass:\n{text}"
         );
     }
-    (krate, wasm)
+    (krate, wasm, text)
 }
 
 /// The plan `new` wrote, under its own grants and configuration, as
@@ -363,8 +364,12 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
     let kubeconfig = admin_kubeconfig();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let cache = dir.path().join("cache");
-    let (krate, wasm) =
+    let (krate, wasm, text) =
         new_builds_and_passes_conformance(dir.path(), &cache, "first-adapter", "0.1");
+    assert!(
+        !text.contains("C-SEC-01"),
+        "a 0.1.0 adapter is not asked for security:\n{text}"
+    );
     let plan = the_plan_runs_and_is_destroyed(dir.path(), &cache, &krate, &wasm, "first-adapter");
 
     // Grants without the namespaces: the denial proposes Pando's app
@@ -445,7 +450,95 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
 fn a_new_0_2_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let cache = dir.path().join("cache");
-    let (krate, wasm) =
+    let (krate, wasm, text) =
         new_builds_and_passes_conformance(dir.path(), &cache, "second-adapter", "0.2");
+    // What 0.2's template adds: exec (the import's session handed on), and
+    // a workload run as its `security` says, seen from inside it.
+    for case in ["C-EXEC-01", "C-SEC-01"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("PASS {case} "))),
+            "{case} did not pass:\n{text}"
+        );
+    }
+
+    // The same case under Pod Security `restricted`: a first pod rule for
+    // the case's namespace says `profile: restricted`, so the host checks
+    // the pod against it and labels the namespace the adapter makes
+    // `pod-security.kubernetes.io/enforce: restricted` (docs/grants.md),
+    // which the API server's own admission then enforces.
+    let grants = std::fs::read_to_string(krate.join("grants.yaml")).expect("the grants");
+    let restricted = grants.replacen(
+        "  objects:\n    pods:\n",
+        "  objects:\n    pods:\n    - namespaces: [\"pando-conf-*-security\"]\n      \
+         profile: restricted\n      runtime_classes: [pando-real-node]\n",
+        1,
+    );
+    assert_ne!(
+        restricted, grants,
+        "the template's grants have a pod rule to put one before"
+    );
+    std::fs::write(krate.join("restricted.yaml"), &restricted).expect("the grants");
+    let o = pando_host(&cache)
+        .current_dir(&krate)
+        .arg("conformance")
+        .arg(&wasm)
+        .args([
+            "--grants",
+            "restricted.yaml",
+            "--config",
+            "config.yaml",
+            "--only",
+            "C-SEC-01",
+            "--kubeconfig",
+        ])
+        .arg(admin_kubeconfig())
+        .args(["--image", "pando.test/busybox:1"])
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).lines().any(|l| l.starts_with("PASS C-SEC-01 ")),
+        "{}",
+        stdout(&o)
+    );
+    // The control: under the same grants, the template's plan, whose
+    // workload has no `security`, is refused in such a namespace before
+    // anything runs; so the rule above did reach the case's namespace.
+    let plan = std::fs::read_to_string(krate.join("plan.yaml")).expect("the plan");
+    let control = dir.path().join("control.yaml");
+    std::fs::write(
+        &control,
+        plan.replace("\nid: hello\n", "\nid: conf-control-security\n"),
+    )
+    .expect("a plan");
+    let o = pando_host(&cache)
+        .current_dir(&krate)
+        .arg("--adapter")
+        .arg(&wasm)
+        .args(["--grants", "restricted.yaml", "--config", "config.yaml"])
+        .arg("--kubeconfig")
+        .arg(admin_kubeconfig())
+        .arg("apply")
+        .arg(&control)
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).contains("restricted") && stderr(&o).contains("runAsNonRoot"),
+        "{}",
+        stderr(&o)
+    );
+    let o = pando_host(&cache)
+        .current_dir(&krate)
+        .arg("--adapter")
+        .arg(&wasm)
+        .args(["--grants", "restricted.yaml", "--config", "config.yaml"])
+        .arg("--kubeconfig")
+        .arg(admin_kubeconfig())
+        .args(["destroy", "conf-control-security", "--volumes"])
+        .output()
+        .expect("pando-host runs");
+    assert_exit(&o, 0);
     the_plan_runs_and_is_destroyed(dir.path(), &cache, &krate, &wasm, "second-adapter");
 }

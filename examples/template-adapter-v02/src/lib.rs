@@ -5,9 +5,12 @@
 //! name) per workload, and one PersistentVolumeClaim per volume.
 //!
 //! Copy this crate to start an adapter of your own; docs/authoring.md walks
-//! through it. Everything this file does not implement (exec, run, logs,
-//! trial, snapshots, image import, the edge) keeps the SDK's default answer,
-//! `unsupported`, and `capabilities` says so in advance.
+//! through it. Beyond the 0.1 template it runs each workload as its
+//! `security` says, and offers `exec` (the Kubernetes import's session
+//! handed on: a terminal resized while its program runs). Everything this
+//! file does not implement (run, logs, trial, snapshots, image import, the
+//! edge) keeps the SDK's default answer, `unsupported`, and `capabilities`
+//! says so in advance.
 //!
 //! Everything the adapter writes carries the label `LABEL` (the app's id),
 //! so that it finds its own objects again, and never touches anyone else's.
@@ -17,7 +20,7 @@ use pando_adapter_sdk::kube::k8s_openapi::api::core::v1::{
 };
 use pando_adapter_sdk::kube::watcher::{Event, Watcher, wait_for_deletion, watcher};
 use pando_adapter_sdk::kube::{
-    Api, DeleteParams, ListParams, PostParams, ResourceExt, WatchParams,
+    Api, DeleteParams, ExecParams, ListParams, PostParams, ResourceExt, WatchParams,
 };
 use pando_adapter_sdk::types::*;
 use pando_adapter_sdk::{Adapter, error, export_adapter, info, time, watch};
@@ -106,7 +109,7 @@ impl Adapter for Template {
     fn capabilities(&self) -> Result<RuntimeCapabilities, Error> {
         Ok(RuntimeCapabilities {
             isolation: IsolationClass::SharedKernel, // plain containers
-            exec: false,
+            exec: true,                              // the import's session, handed on
             run: false,
             logs: false,
             trial: false,
@@ -124,6 +127,29 @@ impl Adapter for Template {
             .list(&ListParams::default().limit(1))
             .await?;
         Ok(())
+    }
+
+    /// A command in a workload's pod: core's stdin and terminal sizes go to
+    /// the Kubernetes import as they are, and its session comes back as it
+    /// is; the bytes never pass through the adapter.
+    async fn exec(
+        &self,
+        workload: WorkloadRef,
+        request: ExecRequest,
+        stdin: Option<StreamReader<u8>>,
+        resize: Option<StreamReader<TerminalSize>>,
+    ) -> Result<ExecSession, Error> {
+        check_name("workload", &workload.workload)?;
+        let params = ExecParams {
+            container: None,
+            command: request.command,
+            stdin: request.stdin,
+            tty: request.tty,
+        };
+        let session = Api::<Pod>::namespaced(&namespace(&workload.bundle))
+            .exec(&workload.workload, &params, stdin, resize)
+            .await?;
+        Ok(ExecSession::from(session))
     }
 
     /// Computed, never looked up: core calls it on every proxied request.
