@@ -15,7 +15,7 @@ fn main() -> Result<()> {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 
-    let model = pando_wit_proto::Model::load(&root.join("wit"), "types")?;
+    let model = pando_wit_proto::Model::wire(&root)?;
     std::fs::write(
         out.join("convert.rs"),
         pando_wit_proto::rust::conversions(&model),

@@ -431,3 +431,37 @@ func TestARequestTheGrantsRefuseArrivesAsDeniedNamingTheGrant(t *testing.T) {
 		t.Fatalf("want denied naming rolebindings, got %T %v", err, err)
 	}
 }
+
+// A workload's Security (contract 0.2.0) crosses the wire: the Kubernetes
+// adapter of 0.1.0 cannot carry it, so the host refuses the plan as
+// unsupported, naming the workload and the contract, before the adapter
+// sees it. Were the field dropped on the way, the plan would apply.
+func TestSecurityCrossesTheWireAndA01AdapterIsRefusedIt(t *testing.T) {
+	a := load(t, env(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	user := uint32(1000)
+	id := "go-security-" + nonce(t)[:6]
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = a.Destroy(ctx, api.BundleRef{ID: id}, api.DestroyOptions{KeepVolumes: false})
+	})
+	_, err := a.Apply(ctx, api.BundlePlan{
+		ID: id, Revision: "1",
+		Workloads: []api.WorkloadSpec{{
+			Name:  "locked",
+			Image: "pando.test/busybox:1",
+			Resources: api.ResourceRequirements{
+				Requests: api.Resources{CPUMillis: 10, MemoryBytes: 16 << 20},
+			},
+			Security: api.Security{RunAsUser: &user, Restricted: true},
+		}},
+		Network: api.NetworkRules{Egress: api.EgressPolicy{Kind: api.EgressPolicyNone}},
+	})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Kind != api.ErrorUnsupported ||
+		!strings.Contains(ae.Message, "`locked`") || !strings.Contains(ae.Message, "pando:runtime@0.1.0") {
+		t.Fatalf("want unsupported naming the workload and 0.1.0, got %T %v", err, err)
+	}
+}

@@ -3,12 +3,11 @@
 //! what is here is what they share: the error a message the host cannot take
 //! gets, and the two checks no Rust type does for free.
 
-// The wire's messages are `pando:runtime@0.1.0`'s (wit-proto generates them
-// from it), so they convert to and from 0.1.0's Rust types. Those are the
-// host's public types but for the plan's workloads, which gained `security`
-// in 0.2.0; `service.rs` makes the host's plan with `from_v0_1` (every
-// workload run as its image says) until the wire carries `security`.
-use pando_host::bindings::v0_1::pando::runtime::types as h;
+// The wire's messages are the newest contract's types (wit-proto's
+// `Model::wire`), which are the host's public types: a plan's workloads
+// carry `security`, absent from an older peer's message and then the
+// default (every workload run as its image says).
+use pando_host::types as h;
 
 use crate::pb;
 
@@ -86,6 +85,12 @@ mod tests {
                     limits: None,
                 },
                 mounts: vec![],
+                security: h::Security {
+                    run_as_user: Some(1000),
+                    run_as_group: None,
+                    fs_group: Some(2000),
+                    restricted: true,
+                },
             }],
             volumes: vec![h::VolumeSpec {
                 name: "data".into(),
@@ -106,6 +111,21 @@ mod tests {
         let p = plan();
         let wire = pb::BundlePlan::from(p.clone());
         assert_eq!(h::BundlePlan::try_from(wire), Ok(p));
+    }
+
+    /// `security` came with contract 0.2.0: a plan from a peer of the
+    /// first contract has none, and its workloads run as their images say;
+    /// a field of the first contract missing is still refused.
+    #[test]
+    fn a_workload_without_the_security_a_later_contract_added_runs_as_its_image_says() {
+        let mut wire = pb::BundlePlan::from(plan());
+        wire.workloads[0].security = None;
+        let read = h::BundlePlan::try_from(wire).expect("a plan of the first contract");
+        assert_eq!(read.workloads[0].security, h::Security::default());
+        let mut wire = pb::BundlePlan::from(plan());
+        wire.workloads[0].resources = None;
+        let err = h::BundlePlan::try_from(wire).unwrap_err();
+        assert!(err.0.contains("WorkloadSpec.resources"), "{err}");
     }
 
     #[test]

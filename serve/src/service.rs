@@ -5,7 +5,6 @@
 use std::pin::Pin;
 
 use futures::Stream;
-use pando_host::bindings::v0_1::pando::runtime::types as v0_1;
 use pando_host::types as h;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -130,8 +129,7 @@ impl Service for AdapterService {
         &self,
         request: Request<pb::BundlePlan>,
     ) -> Result<Response<pb::BundleHandle>, Status> {
-        let plan: v0_1::BundlePlan = conv(request.get_ref().clone())?;
-        let plan = h::BundlePlan::from_v0_1(plan);
+        let plan: h::BundlePlan = conv(request.get_ref().clone())?;
         let r = unary!(self, request, |a, ctx| a.apply(&ctx, &plan).await)?;
         Ok(Response::new(r.into()))
     }
@@ -316,8 +314,7 @@ impl Service for AdapterService {
         &self,
         request: Request<pb::TrialRequest>,
     ) -> Result<Response<pb::TrialResult>, Status> {
-        let t: v0_1::TrialRequest = conv(request.get_ref().clone())?;
-        let t = h::TrialRequest::from_v0_1(t);
+        let t: h::TrialRequest = conv(request.get_ref().clone())?;
         let r = unary!(self, request, |a, ctx| a.trial(&ctx, &t).await)?;
         Ok(Response::new(r.into()))
     }

@@ -337,14 +337,28 @@ fn conv_def(out: &mut String, model: &Model, def: &Def) {
                 "\nfunc fromPB{name}(m *pb.{pbn}) (api.{name}, error) {{\n\tvar out api.{name}\n\tif m == nil {{\n\t\treturn out, errMissing(\"{pbn}\")\n\t}}\n\tvar err error\n"
             );
             for f in fields {
-                out.push_str(&from_pb(
+                let read = from_pb(
                     model,
                     &f.ty,
                     &format!("out.{}", go_name(&f.name)),
                     &pb_get(model, &f.ty, "m", &f.name),
                     &format!("{pbn}.{}", f.name.to_snake_case()),
                     "out",
-                ));
+                );
+                if f.added && matches!(f.ty, Ty::Named(_)) && !model.is_enum(&f.ty) {
+                    // A record a later contract added: absent from an older
+                    // peer's message, and then its zero value.
+                    let _ = write!(
+                        out,
+                        "	if {} != nil {{
+{}	}}
+",
+                        pb_get(model, &f.ty, "m", &f.name),
+                        read.replace('\n', "\n\t").trim_end_matches('\t')
+                    );
+                } else {
+                    out.push_str(&read);
+                }
             }
             out.push_str("\t_ = err\n\treturn out, nil\n}\n");
         }

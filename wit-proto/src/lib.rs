@@ -24,7 +24,7 @@ pub const GO_MODULE: &str = "pandohost";
 pub fn outputs(model: &Model) -> Vec<(String, String)> {
     let pb = format!("{GO_MODULE}/internal/pb");
     let api = format!("{GO_MODULE}/api");
-    let version = proto::package(&model.package);
+    let version = proto::package(&model.wire_package);
     let version = version.rsplit('.').next().unwrap_or("v0_1").to_string();
     vec![
         (

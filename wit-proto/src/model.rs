@@ -52,6 +52,10 @@ pub struct Field {
     pub ty: Ty,
     /// Its doc comment.
     pub docs: Option<String>,
+    /// Added to its record by a later contract than the wire's first
+    /// ([`Model::wire`]): a message from a peer of the first contract lacks
+    /// it, which reads as the field's default, not as a missing field.
+    pub added: bool,
 }
 
 /// A variant's case.
@@ -81,13 +85,48 @@ pub struct Def {
 pub struct Model {
     /// The WIT package, `pando:runtime@0.1.0`.
     pub package: String,
+    /// The WIT package whose version names the proto package
+    /// (`pando.runtime.v0_1`): the package itself, or for [`Model::wire`]
+    /// the first contract the wire served, whose messages it extends.
+    pub wire_package: String,
     /// Every named type, in declaration order.
     pub defs: Vec<Def>,
 }
 
+/// Where the contract's versions live under the repository's `wit/`.
+pub const FIRST_CONTRACT: &str = "wit";
+/// The newest contract's WIT, which the wire's messages follow.
+pub const NEWEST_CONTRACT: &str = "wit/v0.2";
+
 impl Model {
+    /// The wire's messages: the newest contract's `types` (core's one
+    /// vocabulary: the host's public types are its), in the proto package
+    /// of the first contract, which they extend. A later contract adds
+    /// fields at a record's end and new records, so every message of the
+    /// first keeps its field numbers (`tests/contract_versions.rs` holds
+    /// that). `root` is the repository's.
+    pub fn wire(root: &Path) -> Result<Model> {
+        let first = Model::load(&root.join(FIRST_CONTRACT), "types")?;
+        let mut newest = Model::load(&root.join(NEWEST_CONTRACT), "types")?;
+        for def in &mut newest.defs {
+            let (Shape::Record(fields), Some(Shape::Record(old))) =
+                (&mut def.shape, first.def(&def.name).map(|d| &d.shape))
+            else {
+                continue;
+            };
+            for f in fields {
+                f.added = !old.iter().any(|o| o.name == f.name);
+            }
+        }
+        newest.wire_package = first.package;
+        Ok(newest)
+    }
+
     /// Reads `interface` of the package in the WIT directory `dir` (its
-    /// `deps/` alongside).
+    /// `deps/` alongside). A record with a `stream` or `future` field is a
+    /// transport shape of the async contract (a `byte-stream`, an
+    /// `exec-session`), which the wire carries as its own streams: left
+    /// out.
     pub fn load(dir: &Path, interface: &str) -> Result<Model> {
         let mut resolve = Resolve::default();
         let (pkg, _) = resolve
@@ -102,6 +141,11 @@ impl Model {
         let mut defs = Vec::new();
         for (name, id) in &resolve.interfaces[iface].types {
             let def = &resolve.types[*id];
+            if let TypeDefKind::Record(r) = &def.kind
+                && r.fields.iter().any(|f| is_transport(&resolve, &f.ty))
+            {
+                continue;
+            }
             let shape = match &def.kind {
                 TypeDefKind::Record(r) => Shape::Record(
                     r.fields
@@ -111,6 +155,7 @@ impl Model {
                                 name: f.name.clone(),
                                 ty: ty(&resolve, &f.ty, &format!("{name}.{}", f.name))?,
                                 docs: f.docs.contents.clone(),
+                                added: false,
                             })
                         })
                         .collect::<Result<_>>()?,
@@ -150,7 +195,11 @@ impl Model {
                 docs: def.docs.contents.clone(),
             });
         }
-        Ok(Model { package, defs })
+        Ok(Model {
+            wire_package: package.clone(),
+            package,
+            defs,
+        })
     }
 
     /// The named type `name`.
@@ -206,6 +255,18 @@ impl Model {
             }
         }
         out
+    }
+}
+
+/// Whether `t` is a `stream` or a `future`, or an option of one.
+fn is_transport(resolve: &Resolve, t: &Type) -> bool {
+    let Type::Id(id) = t else {
+        return false;
+    };
+    match &resolve.types[*id].kind {
+        TypeDefKind::Stream(_) | TypeDefKind::Future(_) => true,
+        TypeDefKind::Option(inner) | TypeDefKind::Type(inner) => is_transport(resolve, inner),
+        _ => false,
     }
 }
 

@@ -104,7 +104,7 @@ pub fn file(model: &Model, go_package: &str) -> String {
          // The messages are the contract's types one for one (docs/go.md, \"The service\").\n\
          syntax = \"proto3\";\n\npackage {};\n\noption go_package = \"{go_package}\";\n",
         model.package,
-        package(&model.package)
+        package(&model.wire_package)
     );
     out.push_str("// A variant case without a payload.\nmessage Unit {}\n");
     for elem in model.wrapped_lists() {

@@ -153,11 +153,16 @@ fn def_(out: &mut String, model: &Model, def: &Def) {
             for f in fields {
                 let fname = field_name(&f.name);
                 let at = format!("{name}.{}", f.name.to_snake_case());
-                let _ = writeln!(
-                    out,
-                    "            {fname}: {},",
-                    from_pb(model, &f.ty, &format!("m.{fname}"), &at)
-                );
+                let value = match &f.ty {
+                    // A record a later contract added: absent from an older
+                    // peer's message, and then its default.
+                    Ty::Named(n) if f.added && !model.is_enum(&f.ty) => format!(
+                        "match m.{fname} {{ None => Default::default(), Some(x) => h::{}::try_from(x)? }}",
+                        camel(n)
+                    ),
+                    t => from_pb(model, t, &format!("m.{fname}"), &at),
+                };
+                let _ = writeln!(out, "            {fname}: {value},");
             }
             out.push_str("        })\n    }\n}\n");
         }

@@ -11,7 +11,7 @@ use pando_wit_proto::{Model, outputs};
 
 fn main() -> Result<()> {
     let check = std::env::args().nth(1).is_some_and(|a| a == "--check");
-    let model = Model::load(Path::new("wit"), "types")?;
+    let model = Model::wire(Path::new("."))?;
     let mut stale = Vec::new();
     for (path, text) in outputs(&model) {
         let text = if path.ends_with(".go") {
