@@ -4,13 +4,22 @@
 
 use pando_host::types::{BundlePlan, ObservedBundle, WorkloadPhase};
 
-use super::cases::{CAPACITY, CONVERGE, EXEC, OBSERVE, REAPPLY, REWRITES, RUN};
+use super::cases::{CAPACITY, CONVERGE, EXEC, EXEC_RESIZE, OBSERVE, REAPPLY, REWRITES, RUN};
 use super::fixture::{Check, Fixture, Notes, bref, describe, ensure, failed, unmeasured_note};
 use super::plans::{self, SERVER};
 use super::{capacity, sessions};
 
 pub(crate) async fn run(fx: &mut Fixture<'_>) {
-    let group = [CONVERGE, OBSERVE, REAPPLY, CAPACITY, EXEC, RUN, REWRITES];
+    let group = [
+        CONVERGE,
+        OBSERVE,
+        REAPPLY,
+        CAPACITY,
+        EXEC,
+        EXEC_RESIZE,
+        RUN,
+        REWRITES,
+    ];
     if !fx.wants_any(&group) {
         return;
     }
@@ -50,6 +59,16 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
         sessions::exec(fx, &app, caps.exec, notes).await
     })
     .await;
+    // Contract 0.2.0's resize, where exec is declared: 0.1.0 cannot resize
+    // a session while its program runs.
+    let resizes = fx.adapter.shape().version != "0.1.0" && caps.as_ref().is_ok_and(|c| c.exec);
+    if resizes {
+        fx.case(&EXEC_RESIZE, async |fx, notes| {
+            setup.get(notes)?;
+            sessions::resize(fx, &app, notes).await
+        })
+        .await;
+    }
     fx.case(&RUN, async |fx, notes| {
         let caps = caps.clone()?;
         if caps.run {

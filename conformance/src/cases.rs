@@ -70,6 +70,8 @@ cases! {
         "the planner admits apps by these numbers; inconsistent ones over- or under-commit the runtime";
     EXEC = "C-EXEC-01" ["R-084"] "exec carries stdin and stdout and returns the exit status",
         "operators debug apps through exec; a session that loses output or the exit status misleads them";
+    EXEC_RESIZE = "C-EXEC-02" [] "a 0.2.0 exec on a terminal is resized while its program runs, and the program sees the size",
+        "an operator's terminal changes size during a session; a session that cannot follow garbles every full-screen program";
     RUN = "C-RUN-01" ["R-423"] "run returns stdout, and a failure's exit status and stderr",
         "backups and migrations run through run; a failure reported as success loses data";
     LOGS = "C-LOGS-01" ["R-150"] "logs of a finished workload are readable",

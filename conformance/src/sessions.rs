@@ -4,7 +4,7 @@
 //! nonce); or, when not declared, `unsupported`.
 
 use pando_host::CallError;
-use pando_host::types::{Error as AdapterError, ExecRequest, RunRequest};
+use pando_host::types::{Error as AdapterError, ExecRequest, RunRequest, TerminalSize};
 
 use super::declared::{Capability, not_shown};
 use super::fixture::{Check, Fixture, Notes, answered, ensure, fail, failed};
@@ -112,6 +112,89 @@ pub(crate) async fn exec(fx: &Fixture<'_>, app: &str, declared: bool, notes: &mu
         "got conformance\n",
         &out,
     )
+}
+
+/// The size `C-EXEC-02` gives the terminal while its program runs.
+const RESIZED: TerminalSize = TerminalSize {
+    cols: 123,
+    rows: 45,
+};
+
+/// `C-EXEC-02` (contract 0.2.0, exec declared): a program on a terminal
+/// prints its size, waits for a line, then prints it again; core resizes
+/// the terminal between the two, while the program runs, and the program
+/// sees the new size. (A terminal given no size is 0x0, where busybox's
+/// `stty size` prints nothing; the size reaches the terminal apart from
+/// stdin, so the program waits up to 5 s for it.)
+pub(crate) async fn resize(fx: &Fixture<'_>, app: &str, notes: &mut Notes) -> Check {
+    if let Some(why) = fx.simulated() {
+        return Err(super::fixture::skip(format!(
+            "a simulated runtime gives a command no terminal ({why})"
+        )));
+    }
+    let want = format!("{} {}", RESIZED.rows, RESIZED.cols);
+    let request = ExecRequest {
+        command: sh(&format!(
+            r#"echo "before: $(stty size 2>/dev/null)"; read go; for i in $(seq 50); do s=$(stty size 2>/dev/null); [ "$s" = "{want}" ] && break; sleep 0.1; done; echo "after: $s""#
+        )),
+        stdin: true,
+        tty: true,
+        size: None,
+    };
+    let what = format!("exec on a terminal in `{SERVER}`");
+    let ctx = fx.ctx();
+    let mut session = fx
+        .adapter
+        .exec(&ctx, &wref(app, SERVER), &request)
+        .await
+        .map_err(|e| failed(&what, &e))?;
+    let mut stdin = session
+        .stdin()
+        .await
+        .map_err(|e| failed("the session's stdin", &e))?
+        .ok_or_else(|| fail("the session has no stdin though it was asked for"))?;
+    let mut stdout = session
+        .stdout()
+        .await
+        .map_err(|e| failed("the session's stdout", &e))?
+        .ok_or_else(|| fail("the session has no output"))?;
+    let mut seen = Vec::new();
+    while !seen.contains(&b'\n') {
+        let next = tokio::time::timeout(fx.options.settle_timeout, stdout.next_chunk()).await;
+        match next {
+            Ok(Some(Ok(chunk))) => seen.extend_from_slice(&chunk),
+            Ok(None) => return Err(fail(format!("{what} ended before its first line"))),
+            Ok(Some(Err(e))) => return Err(fail(format!("reading {what} failed: {e}"))),
+            Err(_) => return Err(fail(format!("{what} printed no first line"))),
+        }
+    }
+    session
+        .resize(RESIZED)
+        .await
+        .map_err(|e| failed(&format!("resizing the terminal of {what}"), &e))?;
+    stdin
+        .write_all(b"go\n")
+        .await
+        .map_err(|e| fail(format!("writing the session's stdin failed: {e}")))?;
+    let rest = read_all(fx, "the terminal's output", &mut stdout).await?;
+    let code = session
+        .wait(&fx.ctx())
+        .await
+        .map_err(|e| failed(&format!("waiting for {what}"), &e))?;
+    drop(stdin);
+    let out = String::from_utf8_lossy(&seen).into_owned() + &rest;
+    ensure!(
+        out.contains(&format!("after: {want}")),
+        "the program did not see the terminal resized to {}x{} while it ran: it printed {out:?}",
+        RESIZED.cols,
+        RESIZED.rows
+    );
+    ensure!(code == 0, "{what} exited {code}, not 0");
+    notes.push(format!(
+        "the program saw its terminal resized to {}x{} while it ran",
+        RESIZED.cols, RESIZED.rows
+    ));
+    Ok(())
 }
 
 /// Runs a failing command, then a succeeding one.

@@ -367,8 +367,8 @@ fn a_new_adapter_builds_offline_and_passes_conformance_on_the_test_cluster() {
     let (krate, wasm, text) =
         new_builds_and_passes_conformance(dir.path(), &cache, "first-adapter", "0.1");
     assert!(
-        !text.contains("C-SEC-01"),
-        "a 0.1.0 adapter is not asked for security:\n{text}"
+        !text.contains("C-SEC-01") && !text.contains("C-EXEC-02"),
+        "a 0.1.0 adapter is not asked for security or a resize:\n{text}"
     );
     let plan = the_plan_runs_and_is_destroyed(dir.path(), &cache, &krate, &wasm, "first-adapter");
 
@@ -452,9 +452,10 @@ fn a_new_0_2_adapter_builds_offline_and_passes_conformance_on_the_test_cluster()
     let cache = dir.path().join("cache");
     let (krate, wasm, text) =
         new_builds_and_passes_conformance(dir.path(), &cache, "second-adapter", "0.2");
-    // What 0.2's template adds: exec (the import's session handed on), and
-    // a workload run as its `security` says, seen from inside it.
-    for case in ["C-EXEC-01", "C-SEC-01"] {
+    // What 0.2's template adds: exec (the import's session handed on), its
+    // terminal resized while the program runs, and a workload run as its
+    // `security` says, seen from inside it.
+    for case in ["C-EXEC-01", "C-EXEC-02", "C-SEC-01"] {
         assert!(
             text.lines()
                 .any(|l| l.starts_with(&format!("PASS {case} "))),
