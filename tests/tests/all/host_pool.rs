@@ -128,6 +128,34 @@ async fn idle_instances_stay_within_max_idle() {
     assert_eq!(instances(&a, "discarded"), 2, "the two beyond max_idle");
 }
 
+/// An instance given back while callers wait serves one of them, whatever
+/// `max_idle` says: three waves of four calls on four instances make the
+/// three beyond the load's once, not again for each wave; once nobody
+/// waits, the idle are trimmed to `max_idle`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_given_back_while_callers_wait_serve_them_and_are_not_made_again() {
+    let (a, _c) = test_adapter::load(Limits {
+        max_instances: 4,
+        max_idle: 1,
+        ..Limits::default()
+    })
+    .await;
+    for r in sleepers(&a, 12, 200).await {
+        r.expect("twelve calls on four instances, in turn");
+    }
+    assert_eq!(
+        instances(&a, "made"),
+        3,
+        "the four of the first wave serve the other two"
+    );
+    assert_eq!(
+        a.idle_instances(),
+        1,
+        "trimmed to max_idle once nobody waits"
+    );
+    assert_eq!(instances(&a, "discarded"), 3);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_past_its_deadline_fails_typed_and_costs_the_pool_nothing() {
     let (a, _c) = test_adapter::load(Limits {
