@@ -4,7 +4,9 @@
 
 use pando_host::types::{BundlePlan, ObservedBundle, WorkloadPhase};
 
-use super::cases::{CAPACITY, CONVERGE, EXEC, EXEC_RESIZE, OBSERVE, REAPPLY, REWRITES, RUN};
+use super::cases::{
+    CAPACITY, CONVERGE, EXEC, EXEC_RESIZE, OBSERVE, REAPPLY, REWRITES, RUN, cases_for,
+};
 use super::fixture::{Check, Fixture, Notes, bref, describe, ensure, failed, unmeasured_note};
 use super::plans::{self, SERVER};
 use super::{capacity, sessions};
@@ -61,7 +63,8 @@ pub(crate) async fn run(fx: &mut Fixture<'_>) {
     .await;
     // Contract 0.2.0's resize, where exec is declared: 0.1.0 cannot resize
     // a session while its program runs.
-    let resizes = fx.adapter.shape().version != "0.1.0" && caps.as_ref().is_ok_and(|c| c.exec);
+    let resizes = cases_for(&fx.adapter.shape().version).contains(&EXEC_RESIZE)
+        && caps.as_ref().is_ok_and(|c| c.exec);
     if resizes {
         fx.case(&EXEC_RESIZE, async |fx, notes| {
             setup.get(notes)?;

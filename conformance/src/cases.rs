@@ -96,6 +96,21 @@ cases! {
         "an app under Pod Security restricted, or one that must not run as root, is refused or runs as root when the adapter drops the plan's security";
 }
 
+/// The cases only an adapter of contract 0.2.0 is asked: a 0.1.0 session
+/// cannot be resized while its program runs, and a 0.1.0 plan carries no
+/// `security`.
+const SINCE_0_2: &[Case] = &[EXEC_RESIZE, SECURITY];
+
+/// The cases the suite runs for an adapter exporting `contract` (`0.1.0`,
+/// `0.2.0`): every case, but a later contract's.
+pub fn cases_for(contract: &str) -> Vec<Case> {
+    CASES
+        .iter()
+        .filter(|c| contract != "0.1.0" || !SINCE_0_2.contains(c))
+        .copied()
+        .collect()
+}
+
 impl Case {
     /// The rules as one token: `R-243,R-242`; empty without one.
     pub fn rule(&self) -> String {
@@ -113,6 +128,17 @@ pub(crate) fn selected(only: &[String], id: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_0_1_adapter_is_not_asked_the_cases_of_0_2() {
+        let old = super::cases_for("0.1.0");
+        for case in super::SINCE_0_2 {
+            assert!(!old.contains(case), "{}", case.id);
+        }
+        assert_eq!(old.len(), super::CASES.len() - super::SINCE_0_2.len());
+        assert_eq!(super::cases_for("0.2.0"), super::CASES);
+    }
+
     use super::*;
 
     #[test]

@@ -100,6 +100,7 @@ mod tests {
             adapter: "test".into(),
             component: "a&b.wasm".into(),
             digest: "00".into(),
+            contract: "0.1.0".into(),
             duration: Duration::from_secs(2),
             longest_settle: Duration::from_secs(1),
             cases: vec![

@@ -60,7 +60,7 @@ use futures::future::BoxFuture;
 use pando_host::types::{VolumeHandle, WorkloadRef};
 use pando_host::{Host, LoadError, LoadOptions};
 
-pub use cases::{CASES, Case};
+pub use cases::{CASES, Case, cases_for};
 pub use report::{CaseResult, Outcome, Report, Verdict};
 
 /// The adapter under test: what the suite loads it from. The suite loads
@@ -305,6 +305,7 @@ pub async fn run(target: &Target, options: &Options) -> Result<Report, Error> {
         adapter: adapter.kind_info().kind.clone(),
         component: target.component.display().to_string(),
         digest: adapter.digest().to_string(),
+        contract: adapter.shape().version.clone(),
         duration: started.elapsed(),
         longest_settle,
         cases,

@@ -140,6 +140,9 @@ pub struct Report {
     pub component: String,
     /// Its SHA-256.
     pub digest: String,
+    /// The contract version it exports (`0.1.0`): which cases apply
+    /// ([`crate::cases_for`]).
+    pub contract: String,
     /// How long the run took.
     #[serde(rename = "duration_ms", serialize_with = "millis")]
     pub duration: Duration,
@@ -258,6 +261,7 @@ mod tests {
             adapter: "test".into(),
             component: "a.wasm".into(),
             digest: "00".into(),
+            contract: "0.1.0".into(),
             duration: Duration::from_secs(1),
             longest_settle: Duration::ZERO,
             cases: outcomes

@@ -10,7 +10,7 @@
 use pando_host::types::{RuntimeCapabilities, Security};
 
 use super::apply::converge;
-use super::cases::SECURITY;
+use super::cases::{SECURITY, cases_for};
 use super::fixture::{Check, Fixture, Notes, ensure, skip};
 use super::plans::{self, SERVER, wref};
 use super::probe::{self, NO_PROBE, Via};
@@ -24,7 +24,7 @@ pub(crate) const FS_GROUP: u32 = 2000;
 
 /// The case, for an adapter of contract 0.2.0.
 pub(crate) async fn run(fx: &mut Fixture<'_>) {
-    if fx.adapter.shape().version == "0.1.0" || !fx.wants(&SECURITY) {
+    if !cases_for(&fx.adapter.shape().version).contains(&SECURITY) || !fx.wants(&SECURITY) {
         return;
     }
     let caps = fx.capabilities().await;
