@@ -27,15 +27,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Deadline;
 use crate::error::CallError;
-use crate::runtime::hot::HotSlots;
+use crate::runtime::hot::HotSlot;
 use crate::runtime::instance::{Factory, Instance, sleep_until_opt};
 
 /// An adapter's instances.
 pub(crate) struct Pool {
     pub(crate) factory: Factory,
-    /// The instance each calling thread gave back last, with the permit it
-    /// served under: one slot per core (at most `max_idle`).
-    hot: HotSlots<Instance>,
+    /// The instance given back last, with the permit it served under.
+    hot: HotSlot<Instance>,
     /// Further idle instances, without permits. With `hot`, at most
     /// `max_idle`. Boxed, so that moving one moves a pointer, not the store.
     #[expect(
@@ -126,12 +125,9 @@ impl Pool {
     pub(crate) fn new(factory: Factory, first: Option<Instance>) -> Arc<Self> {
         let limits = &factory.limits;
         let ordinary = limits.max_instances.max(1) as usize;
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let hot = HotSlots::new(cores.min(limits.max_idle.max(1) as usize));
-        // The first instance sits in the loading thread's hot slot with one
-        // of the permits; a caller on another thread finds it there on its
-        // slow path (`take_any`).
-        let held = first.map(|i| hot.mine().put(Box::new(i))).map_or(0, |_| 1);
+        let hot = HotSlot::new();
+        // The first instance sits in the hot slot with one of the permits.
+        let held = first.map(|i| hot.put(Box::new(i))).map_or(0, |_| 1);
         Arc::new(Pool {
             hot,
             idle: Mutex::new(Vec::new()),
@@ -148,7 +144,7 @@ impl Pool {
 
     /// Instances idle now.
     pub(crate) fn idle_count(&self) -> usize {
-        self.lock_idle().len() + self.hot.occupied()
+        self.lock_idle().len() + usize::from(self.hot.is_occupied())
     }
 
     #[expect(clippy::vec_box, reason = "see `Pool::idle`")]
@@ -181,8 +177,7 @@ impl Pool {
     }
 
     /// The common case, with no future to make: nobody waits, and the
-    /// instance this thread gave back last is in its hot slot with its
-    /// permit.
+    /// instance given back last is in the hot slot with its permit.
     pub(crate) fn lease_hot(&self) -> Option<Lease<'_>> {
         let instance = self.take_hot_unless_waited_for()?;
         Some(Lease::new(
@@ -192,17 +187,17 @@ impl Pool {
         ))
     }
 
-    /// This thread's hot slot's instance, unless a caller waits for one (a new
+    /// The hot slot's instance, unless a caller waits for one (a new
     /// caller then queues behind it rather than overtaking it).
     fn take_hot_unless_waited_for(&self) -> Option<Box<Instance>> {
         if self.waiting.load(Ordering::SeqCst) > 0 {
             return None;
         }
-        self.hot.mine().take()
+        self.hot.take()
     }
 
-    /// An ordinary instance when this thread's hot slot had none: any hot
-    /// slot's, else a permit, then an idle instance or a new one.
+    /// An ordinary instance when the hot slot had none for this caller: a
+    /// permit, then an idle instance or a new one.
     async fn lease_slow(
         &self,
         method: &'static str,
@@ -212,13 +207,13 @@ impl Pool {
         make: impl AsyncFnOnce() -> Result<Instance, CallError>,
     ) -> Result<Box<Instance>, CallError> {
         let permit = {
-            // Counted first, then the hot slots looked at. A caller giving an
-            // instance back puts it in its slot first, then looks at the
+            // Counted first, then the hot slot looked at. A caller giving an
+            // instance back puts it in the slot first, then looks at the
             // count (`give_back`); both sequentially consistent, so one of
             // the two sees the other, and no instance is left in the slot,
             // holding a permit, while this caller waits for one.
             let _waiting = Waiting::enter(&self.waiting);
-            if let Some(inst) = self.hot.take_any() {
+            if let Some(inst) = self.hot.take() {
                 return Ok(inst);
             }
             self.acquire(Budget::Ordinary, method, deadline, timeout, cancel)
@@ -347,18 +342,17 @@ impl Pool {
     }
 
     /// An ordinary instance back from a call, with its permit: into the
-    /// calling thread's hot slot, unless a caller waits for a permit.
+    /// hot slot, unless a caller waits for a permit.
     fn give_back(&self, instance: Box<Instance>) {
         if self.factory.limits.max_idle == 0 {
             return self.discard(instance, Budget::Ordinary);
         }
-        let mine = self.hot.mine();
-        if let Some(displaced) = mine.put(instance) {
+        if let Some(displaced) = self.hot.put(instance) {
             self.shelve(displaced);
         }
         // Put first, then the count looked at: see `lease_slow`.
         if self.waiting.load(Ordering::SeqCst) > 0
-            && let Some(instance) = mine.take()
+            && let Some(instance) = self.hot.take()
         {
             self.shelve(instance);
         }
@@ -386,7 +380,7 @@ impl Pool {
         let mut spare = Vec::new();
         {
             let mut idle = self.lock_idle();
-            let hot = self.hot.occupied();
+            let hot = usize::from(self.hot.is_occupied());
             if self.waiting.load(Ordering::SeqCst) > 0 || idle.len() + hot < max_idle {
                 idle.push(instance);
             } else {
