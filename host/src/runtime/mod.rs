@@ -11,6 +11,7 @@ pub mod cache;
 pub(crate) mod code;
 pub(crate) mod engine;
 mod hot;
+mod idle;
 pub(crate) mod instance;
 pub(crate) mod linking;
 #[cfg(test)]

@@ -8,18 +8,19 @@
 //! own from a separate budget, so they cannot starve ordinary calls.
 //!
 //! Ordinary calls share `max_instances` permits. A leased instance holds
-//! one, and so does the instance in `hot`, the one given back last: the
-//! next call takes it with one atomic swap and no permit to acquire, and
-//! gives it back with another, with no lock and no reference count touched
-//! (the lease borrows the pool). Instances in `idle` hold no permit; a call
-//! takes one of them after it acquires a permit. While any caller waits
-//! for a permit, an instance given back does not stay in `hot` holding
-//! one: it goes to `idle` and its permit to the waiter, in the semaphore's
-//! first-come order.
+//! one, and so does the instance in a hot slot, the one its thread gave
+//! back last (one slot per core, `idle.rs`): the thread's next call takes
+//! it with one atomic swap and no permit to acquire, and gives it back with
+//! another, with no lock and no reference count touched (the lease borrows
+//! the pool). Instances in the idle list hold no permit; a call takes one
+//! of them after it acquires a permit. While any caller waits for a permit,
+//! an instance given back does not stay in a slot holding one: it goes to
+//! the list and its permit to the waiter, in the semaphore's first-come
+//! order.
 
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -27,30 +28,23 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Deadline;
 use crate::error::CallError;
-use crate::runtime::hot::HotSlot;
+use crate::runtime::idle::Idle;
 use crate::runtime::instance::{Factory, Instance, sleep_until_opt};
 
 /// An adapter's instances.
 pub(crate) struct Pool {
     pub(crate) factory: Factory,
-    /// The instance given back last, with the permit it served under.
-    hot: HotSlot<Instance>,
-    /// Further idle instances, without permits. With `hot`, at most
-    /// `max_idle`. Boxed, so that moving one moves a pointer, not the store.
-    #[expect(
-        clippy::vec_box,
-        reason = "instances move between this list, the hot slot and leases"
-    )]
-    idle: Mutex<Vec<Box<Instance>>>,
-    /// Callers on the slow path of a lease, from before they look at `hot`
-    /// until they hold a permit.
-    waiting: AtomicUsize,
+    /// The idle instances: a hot slot per core, each with the permit its
+    /// instance served under, and a list without permits; at most
+    /// `max_idle` once no call is in flight and nobody waits.
+    idle: Idle<Instance>,
     permits: Semaphore,
     long_permits: Semaphore,
     /// Instances made for calls (the load's first one not counted) and
-    /// dropped rather than pooled, since the load: for the metrics.
+    /// dropped rather than pooled (`Pool::discarded` adds those over
+    /// `max_idle`), since the load: for the metrics.
     pub(crate) made: AtomicU64,
-    pub(crate) discarded: AtomicU64,
+    discarded: AtomicU64,
     /// Leases that found every instance busy and waited for a permit, and
     /// the nanoseconds they waited in all: contention, for the metrics.
     pub(crate) waits: AtomicU64,
@@ -104,34 +98,22 @@ pub(crate) struct Lease<'p> {
     reusable: bool,
 }
 
-/// A caller counted in [`Pool::waiting`] until dropped (or cancelled).
-struct Waiting<'a>(&'a AtomicUsize);
-
-impl<'a> Waiting<'a> {
-    fn enter(count: &'a AtomicUsize) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        Waiting(count)
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 impl Pool {
     /// A pool holding `first` (the load's instance), ready for the next call.
     pub(crate) fn new(factory: Factory, first: Option<Instance>) -> Arc<Self> {
         let limits = &factory.limits;
         let ordinary = limits.max_instances.max(1) as usize;
-        let hot = HotSlot::new();
-        // The first instance sits in the hot slot with one of the permits.
-        let held = first.map(|i| hot.put(Box::new(i))).map_or(0, |_| 1);
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let idle = Idle::new(limits.max_idle as usize, cores);
+        // The first instance sits in the loading thread's hot slot with one
+        // of the permits; a caller on another thread finds it there on its
+        // slow path (`Waiting::take_any`).
+        let held = first.map_or(0, |i| {
+            let _shelved = idle.give_back(Box::new(i));
+            1
+        });
         Arc::new(Pool {
-            hot,
-            idle: Mutex::new(Vec::new()),
-            waiting: AtomicUsize::new(0),
+            idle,
             permits: Semaphore::new(ordinary - held),
             long_permits: Semaphore::new(limits.max_long_running.max(1) as usize),
             factory,
@@ -144,18 +126,18 @@ impl Pool {
 
     /// Instances idle now.
     pub(crate) fn idle_count(&self) -> usize {
-        self.lock_idle().len() + usize::from(self.hot.is_occupied())
+        self.idle.count()
     }
 
-    #[expect(clippy::vec_box, reason = "see `Pool::idle`")]
-    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<Box<Instance>>> {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner())
+    /// Instances dropped rather than pooled since the load.
+    pub(crate) fn discarded(&self) -> u64 {
+        self.discarded.load(Ordering::Relaxed) + self.idle.trimmed()
     }
 
     /// Leases an instance for an ordinary call that [`Pool::lease_hot`] did
     /// not serve, waiting (within the deadline) while every instance is
-    /// busy; `make` makes one when none is idle. The hot slot is looked at
-    /// again once this caller counts as waiting (`lease_slow`).
+    /// busy; `make` makes one when none is idle. The hot slots are looked
+    /// at again once this caller counts as waiting (`lease_slow`).
     pub(crate) async fn lease(
         &self,
         method: &'static str,
@@ -177,9 +159,11 @@ impl Pool {
     }
 
     /// The common case, with no future to make: nobody waits, and the
-    /// instance given back last is in the hot slot with its permit.
+    /// instance this thread gave back last is in its hot slot with its
+    /// permit (a new caller queues behind a waiting one rather than
+    /// overtaking it).
     pub(crate) fn lease_hot(&self) -> Option<Lease<'_>> {
-        let instance = self.take_hot_unless_waited_for()?;
+        let instance = self.idle.take_hot()?;
         Some(Lease::new(
             PoolRef::Borrowed(self),
             instance,
@@ -187,17 +171,8 @@ impl Pool {
         ))
     }
 
-    /// The hot slot's instance, unless a caller waits for one (a new
-    /// caller then queues behind it rather than overtaking it).
-    fn take_hot_unless_waited_for(&self) -> Option<Box<Instance>> {
-        if self.waiting.load(Ordering::SeqCst) > 0 {
-            return None;
-        }
-        self.hot.take()
-    }
-
-    /// An ordinary instance when the hot slot had none for this caller: a
-    /// permit, then an idle instance or a new one.
+    /// An ordinary instance when this thread's hot slot had none: any hot
+    /// slot's, else a permit, then an idle instance or a new one.
     async fn lease_slow(
         &self,
         method: &'static str,
@@ -206,20 +181,19 @@ impl Pool {
         cancel: &CancellationToken,
         make: impl AsyncFnOnce() -> Result<Instance, CallError>,
     ) -> Result<Box<Instance>, CallError> {
-        let permit = {
-            // Counted first, then the hot slot looked at. A caller giving an
-            // instance back puts it in the slot first, then looks at the
-            // count (`give_back`); both sequentially consistent, so one of
-            // the two sees the other, and no instance is left in the slot,
-            // holding a permit, while this caller waits for one.
-            let _waiting = Waiting::enter(&self.waiting);
-            if let Some(inst) = self.hot.take() {
+        let (permit, idle) = {
+            // Counted first, then the hot slots looked at (`Idle::give_back`
+            // says why); the list is taken from while still counted, so
+            // that no trim drops the instance shelved for this caller.
+            let waiting = self.idle.wait();
+            if let Some(inst) = waiting.take_any() {
                 return Ok(inst);
             }
-            self.acquire(Budget::Ordinary, method, deadline, timeout, cancel)
-                .await?
+            let permit = self
+                .acquire(Budget::Ordinary, method, deadline, timeout, cancel)
+                .await?;
+            (permit, waiting.pop())
         };
-        let idle = self.lock_idle().pop();
         let instance = match idle {
             Some(i) => i,
             // Dropped here (a failure, or the caller's future dropped), the
@@ -342,59 +316,17 @@ impl Pool {
     }
 
     /// An ordinary instance back from a call, with its permit: into the
-    /// hot slot, unless a caller waits for a permit.
+    /// calling thread's hot slot, or to the idle list while a caller waits
+    /// for a permit, freeing that permit after the instance is in the list,
+    /// so that the caller the permit goes to finds it there (`Idle`).
     fn give_back(&self, instance: Box<Instance>) {
         if self.factory.limits.max_idle == 0 {
             return self.discard(instance, Budget::Ordinary);
         }
-        if let Some(displaced) = self.hot.put(instance) {
-            self.shelve(displaced);
+        let freed = self.idle.give_back(instance);
+        if freed > 0 {
+            self.permits.add_permits(freed);
         }
-        // Put first, then the count looked at: see `lease_slow`.
-        if self.waiting.load(Ordering::SeqCst) > 0
-            && let Some(instance) = self.hot.take()
-        {
-            self.shelve(instance);
-        }
-    }
-
-    /// Keeps an instance idle without its permit, or drops it when the
-    /// idle are `max_idle` already (the hot slot counted) and nobody waits,
-    /// and releases the permit: after the instance is in the list, so that
-    /// the caller the permit goes to finds it there.
-    ///
-    /// While a caller waits, the instance stays whatever `max_idle` says:
-    /// the permit released here is that caller's, and dropping the instance
-    /// made it build one anew (instantiate and `configure`): three waves of
-    /// four calls on four instances with `max_idle` 1 made five, not three
-    /// (`tests/all/host_pool.rs`). Once nobody waits, what waiters left
-    /// above `max_idle` is dropped here.
-    ///
-    /// The hot slot is counted as it is now, not as always full: instances
-    /// are shelved while callers wait, when the slot is empty, and counting
-    /// it full then dropped an instance the next waiter had to make again.
-    /// A returner may fill the slot just after, so for an instant the idle
-    /// can be one over `max_idle`; the next shelving drops it.
-    fn shelve(&self, instance: Box<Instance>) {
-        let max_idle = self.factory.limits.max_idle as usize;
-        let mut spare = Vec::new();
-        {
-            let mut idle = self.lock_idle();
-            let hot = usize::from(self.hot.is_occupied());
-            if self.waiting.load(Ordering::SeqCst) > 0 || idle.len() + hot < max_idle {
-                idle.push(instance);
-            } else {
-                spare.push(instance);
-                while idle.len() + hot > max_idle {
-                    spare.extend(idle.pop());
-                }
-            }
-        }
-        self.discarded
-            .fetch_add(spare.len() as u64, Ordering::Relaxed);
-        // A store's teardown, outside the lock.
-        drop(spare);
-        self.permits.add_permits(1);
     }
 
     /// Drops an instance that must not serve again, releasing its permit.

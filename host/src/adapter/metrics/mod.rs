@@ -342,9 +342,7 @@ impl State {
         self.made
             .get_or_create(name)
             .inc_by(pool.made.load(std::sync::atomic::Ordering::Relaxed));
-        self.discarded
-            .get_or_create(name)
-            .inc_by(pool.discarded.load(std::sync::atomic::Ordering::Relaxed));
+        self.discarded.get_or_create(name).inc_by(pool.discarded());
         self.pool_waits
             .get_or_create(name)
             .inc_by(pool.waits.load(std::sync::atomic::Ordering::Relaxed));
