@@ -130,7 +130,7 @@ pub enum LoadError {
 /// `Adapter` is the adapter's own answer; every other case is the host's
 /// verdict on an instance that misbehaved or ran out of time, and that
 /// instance has been discarded: the next call gets a fresh one.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum CallError {
     /// The adapter returned an error.
     #[error("{}: {}", .0.kind(), .0.message())]
@@ -228,6 +228,22 @@ pub enum CallError {
 }
 
 impl CallError {
+    /// The same error, said of the call `method`: what ended an instance
+    /// several calls shared is each one's error.
+    pub(crate) fn of_method(mut self, method: &'static str) -> Self {
+        match &mut self {
+            CallError::Trap { method: m, .. }
+            | CallError::StackOverflow { method: m, .. }
+            | CallError::MemoryExhausted { method: m, .. }
+            | CallError::DeadlineExceeded { method: m, .. }
+            | CallError::Cancelled { method: m, .. }
+            | CallError::Busy { method: m, .. }
+            | CallError::Host { method: m, .. } => *m = method,
+            CallError::Adapter(_) | CallError::Quarantined { .. } => {}
+        }
+        self
+    }
+
     /// The adapter's own error, when the adapter answered with one.
     pub fn adapter_error(&self) -> Option<&AdapterError> {
         match self {

@@ -49,6 +49,7 @@ pub use runtime::breaker::Quarantine;
 pub use runtime::cache;
 pub use runtime::cache::{CacheOutcome, CompileCache};
 pub use runtime::engine::{EPOCH_TICK, EngineSettings};
+pub use runtime::lanes::SharedUsage;
 pub use runtime::state::{CANCEL_GRACE, HostState};
 pub use tokio_util::sync::CancellationToken;
 

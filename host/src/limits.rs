@@ -32,6 +32,16 @@ pub struct Limits {
     /// Calls one instance serves before it is replaced, bounding any leak
     /// inside the guest.
     pub max_calls_per_instance: u64,
+    /// Calls one instance of a 0.2.0 adapter runs at once: its `async
+    /// func`s wait without holding their instance, so up to this many share
+    /// one, each a task of its own (docs/architecture.md, "Several calls on
+    /// one instance"). 1, the default, gives each call an instance of its
+    /// own from the pool, as for 0.1.0 adapters, which ignore this; plain
+    /// exports and calls that return streams always do. Sharing saves
+    /// instances (memory) where calls wait, and costs isolation: a trap or a
+    /// memory overrun in one call ends the others on its instance.
+    #[schemars(range(min = 1))]
+    pub calls_per_instance: u32,
     /// Faults in a row (traps, stack overflows, memory overruns) after which
     /// the adapter is quarantined: its calls fail at once, saying why.
     pub quarantine_after: u32,
@@ -116,6 +126,12 @@ impl Limits {
                 self.max_handles
             ));
         }
+        if self.calls_per_instance == 0 {
+            return Err(
+                "`limits.calls_per_instance` is 0; at least 1 (one call per instance) is needed"
+                    .into(),
+            );
+        }
         if self.max_response_bytes < MIN_RESPONSE_BYTES {
             return Err(format!(
                 "`limits.max_response_bytes` is {}, below the smallest accepted, \
@@ -137,6 +153,7 @@ impl Default for Limits {
             max_idle: 8,
             max_long_running: 64,
             max_calls_per_instance: 100_000,
+            calls_per_instance: 1,
             quarantine_after: 5,
             quarantine_backoff: Duration::from_secs(1),
             log_records_per_second: 1000,

@@ -16,6 +16,7 @@ mod observe_setup;
 pub(crate) mod pool;
 mod restore;
 mod serve;
+mod shared;
 mod snapshot;
 pub(crate) mod upstream;
 mod versions;
@@ -39,6 +40,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         "versions",
         "`upstream` and `health-check` on a 0.2.0 adapter (0.2 engine) vs a 0.1.0 one (0.1 engine), both through the host",
+    ),
+    (
+        "shared",
+        "`apply` waiting 5 ms from 1, 8 and 64 callers: one 0.2.0 instance serving them all vs a pool of 0.1.0 instances (throughput, instances, memory)",
     ),
     (
         "pool",
@@ -99,6 +104,7 @@ pub async fn run(name: &str, quick: bool, max_apps: usize) -> Result<Bench> {
     match name {
         "upstream" => upstream::run(quick).await,
         "versions" => versions::run(quick).await,
+        "shared" => shared::run(quick).await,
         "pool" => pool::run(quick).await,
         "load" => load::run(quick).await,
         "kube-3rtt" => kube_rtt::run(quick).await,

@@ -2,8 +2,9 @@
 //! a call into the pipeline (`invoke.rs`) with what each contract line is
 //! handed. Both lines share their argument and result types
 //! (`crate::bindings`), so most methods call the same export on either
-//! (`either!`, and `either_async!` for a 0.2.0 `async func`, which runs
-//! inside the store's event loop: `run_v0_2`). The plan's workloads carry `security`, which a 0.1.0
+//! (`either!`, and `unary!` for a 0.2.0 `async func`, which runs inside
+//! the store's event loop: `run_v0_2` on a pooled instance, or a lane's,
+//! beside other calls, `shared.rs`). The plan's workloads carry `security`, which a 0.1.0
 //! adapter cannot take ([`Adapter::for_v0_1`]). The calls that carry a
 //! stream differ by line: on a 0.2.0 adapter they are `streams_v0_2.rs`'s
 //! and `exec_v0_2.rs`'s.
@@ -14,12 +15,13 @@ use wasmtime_wasi::p2::DynInputStream;
 use wasmtime_wasi::p2::pipe::AsyncReadStream;
 
 use super::invoke::After;
+use super::shared::{in_lane, unary};
 use super::{Adapter, ExecSession};
 use crate::bindings::{Line, v0_1};
 use crate::call::CallContext;
 use crate::capability::events::BundleSink;
 use crate::error::CallError;
-use crate::runtime::instance::{Guest, either, either_async, run_v0_2};
+use crate::runtime::instance::{Guest, either, run_v0_2};
 use crate::streams::{ByteStream, channel_output};
 use crate::types::*;
 
@@ -72,18 +74,12 @@ impl Adapter {
 
     /// Whether the runtime can be used now (O-43).
     pub async fn health_check(&self, ctx: &CallContext) -> Result<(), CallError> {
-        self.call(ctx, "health-check", After::Reuse, async |g, s| {
-            either_async!(g, s, call_health_check())
-        })
-        .await
+        unary!(self, ctx, "health-check", call_health_check())
     }
 
     /// What the runtime can hold for Pando.
     pub async fn capacity(&self, ctx: &CallContext) -> Result<CapacityReport, CallError> {
-        self.call(ctx, "capacity", After::Reuse, async |g, s| {
-            either_async!(g, s, call_capacity())
-        })
-        .await
+        unary!(self, ctx, "capacity", call_capacity())
     }
 
     /// The roomiest node for one app.
@@ -92,18 +88,12 @@ impl Adapter {
         ctx: &CallContext,
         bundle: &str,
     ) -> Result<Option<Fit>, CallError> {
-        self.call(ctx, "largest-fit-for", After::Reuse, async |g, s| {
-            either_async!(g, s, call_largest_fit_for(bundle))
-        })
-        .await
+        unary!(self, ctx, "largest-fit-for", call_largest_fit_for(bundle))
     }
 
     /// What Pando has on the runtime.
     pub async fn in_use(&self, ctx: &CallContext) -> Result<InUseReport, CallError> {
-        self.call(ctx, "in-use", After::Reuse, async |g, s| {
-            either_async!(g, s, call_in_use())
-        })
-        .await
+        unary!(self, ctx, "in-use", call_in_use())
     }
 
     /// Converges an app toward the plan. A plan that sets a workload's
@@ -115,14 +105,22 @@ impl Adapter {
         plan: &BundlePlan,
     ) -> Result<BundleHandle, CallError> {
         let v0_1 = self.for_v0_1(plan, BundlePlan::to_v0_1)?;
-        self.call(ctx, "apply", After::Reuse, async |g, s| match (g, &v0_1) {
-            (Guest::V0_1(g), Some(plan)) => g.call_apply(s, plan).await,
-            (Guest::V0_2(g), _) => {
+        self.call_async(
+            ctx,
+            "apply",
+            async |g, s| match (g, &v0_1) {
+                (Guest::V0_1(g), Some(plan)) => g.call_apply(s, plan).await,
+                (Guest::V0_2(g), _) => {
+                    let plan = plan.clone();
+                    run_v0_2(s, async |a| g.call_apply(a, plan).await).await
+                }
+                (Guest::V0_1(_), None) => Err(line_mismatch()),
+            },
+            || {
                 let plan = plan.clone();
-                run_v0_2(s, async |a| g.call_apply(a, plan).await).await
-            }
-            (Guest::V0_1(_), None) => Err(line_mismatch()),
-        })
+                in_lane(move |a, g| Box::pin(async move { g.call_apply(a, plan).await }))
+            },
+        )
         .await
     }
 
@@ -132,18 +130,12 @@ impl Adapter {
         ctx: &CallContext,
         bundle: &BundleRef,
     ) -> Result<ObservedBundle, CallError> {
-        self.call(ctx, "observe", After::Reuse, async |g, s| {
-            either_async!(g, s, call_observe(bundle))
-        })
-        .await
+        unary!(self, ctx, "observe", call_observe(bundle))
     }
 
     /// Stops an app's running workloads, keeping everything else.
     pub async fn stop(&self, ctx: &CallContext, bundle: &BundleRef) -> Result<(), CallError> {
-        self.call(ctx, "stop", After::Reuse, async |g, s| {
-            either_async!(g, s, call_stop(bundle))
-        })
-        .await
+        unary!(self, ctx, "stop", call_stop(bundle))
     }
 
     /// Removes an app; its volumes stay unless `options.keep_volumes` is
@@ -154,10 +146,7 @@ impl Adapter {
         bundle: &BundleRef,
         options: DestroyOptions,
     ) -> Result<(), CallError> {
-        self.call(ctx, "destroy", After::Reuse, async |g, s| {
-            either_async!(g, s, call_destroy(bundle, options))
-        })
-        .await
+        unary!(self, ctx, "destroy", call_destroy(bundle, options))
     }
 
     /// What an app uses.
@@ -166,10 +155,7 @@ impl Adapter {
         ctx: &CallContext,
         bundle: &BundleRef,
     ) -> Result<BundleUsage, CallError> {
-        self.call(ctx, "usage", After::Reuse, async |g, s| {
-            either_async!(g, s, call_usage(bundle))
-        })
-        .await
+        unary!(self, ctx, "usage", call_usage(bundle))
     }
 
     /// Makes a volume.
@@ -178,10 +164,7 @@ impl Adapter {
         ctx: &CallContext,
         request: &VolumeRequest,
     ) -> Result<VolumeHandle, CallError> {
-        self.call(ctx, "create-volume", After::Reuse, async |g, s| {
-            either_async!(g, s, call_create_volume(request))
-        })
-        .await
+        unary!(self, ctx, "create-volume", call_create_volume(request))
     }
 
     /// Deletes a volume and its data.
@@ -190,10 +173,7 @@ impl Adapter {
         ctx: &CallContext,
         volume: &VolumeHandle,
     ) -> Result<(), CallError> {
-        self.call(ctx, "destroy-volume", After::Reuse, async |g, s| {
-            either_async!(g, s, call_destroy_volume(volume))
-        })
-        .await
+        unary!(self, ctx, "destroy-volume", call_destroy_volume(volume))
     }
 
     /// Writes a volume's contents as a tar stream into `into`; the bytes
@@ -248,10 +228,7 @@ impl Adapter {
 
     /// Whether an image can run without importing it.
     pub async fn has_image(&self, ctx: &CallContext, image: &str) -> Result<bool, CallError> {
-        self.call(ctx, "has-image", After::Reuse, async |g, s| {
-            either_async!(g, s, call_has_image(image))
-        })
-        .await
+        unary!(self, ctx, "has-image", call_has_image(image))
     }
 
     /// Loads an image from a tar stream; its reference.
@@ -331,14 +308,22 @@ impl Adapter {
         request: &TrialRequest,
     ) -> Result<TrialResult, CallError> {
         let v0_1 = self.for_v0_1(request, TrialRequest::to_v0_1)?;
-        self.call(ctx, "trial", After::Reuse, async |g, s| match (g, &v0_1) {
-            (Guest::V0_1(g), Some(request)) => g.call_trial(s, request).await,
-            (Guest::V0_2(g), _) => {
+        self.call_async(
+            ctx,
+            "trial",
+            async |g, s| match (g, &v0_1) {
+                (Guest::V0_1(g), Some(request)) => g.call_trial(s, request).await,
+                (Guest::V0_2(g), _) => {
+                    let request = request.clone();
+                    run_v0_2(s, async |a| g.call_trial(a, request).await).await
+                }
+                (Guest::V0_1(_), None) => Err(line_mismatch()),
+            },
+            || {
                 let request = request.clone();
-                run_v0_2(s, async |a| g.call_trial(a, request).await).await
-            }
-            (Guest::V0_1(_), None) => Err(line_mismatch()),
-        })
+                in_lane(move |a, g| Box::pin(async move { g.call_trial(a, request).await }))
+            },
+        )
         .await
     }
 
@@ -360,10 +345,7 @@ impl Adapter {
 
     /// Creates or updates the edge.
     pub async fn apply_edge(&self, ctx: &CallContext, plan: &EdgePlan) -> Result<(), CallError> {
-        self.call(ctx, "apply-edge", After::Reuse, async |g, s| {
-            either_async!(g, s, call_apply_edge(plan))
-        })
-        .await
+        unary!(self, ctx, "apply-edge", call_apply_edge(plan))
     }
 
     /// Whether an edge serves.
@@ -372,34 +354,22 @@ impl Adapter {
         ctx: &CallContext,
         name: &str,
     ) -> Result<EdgeState, CallError> {
-        self.call(ctx, "observe-edge", After::Reuse, async |g, s| {
-            either_async!(g, s, call_observe_edge(name))
-        })
-        .await
+        unary!(self, ctx, "observe-edge", call_observe_edge(name))
     }
 
     /// Removes an edge and everything made for it.
     pub async fn remove_edge(&self, ctx: &CallContext, name: &str) -> Result<(), CallError> {
-        self.call(ctx, "remove-edge", After::Reuse, async |g, s| {
-            either_async!(g, s, call_remove_edge(name))
-        })
-        .await
+        unary!(self, ctx, "remove-edge", call_remove_edge(name))
     }
 
     /// The edges that exist.
     pub async fn edges(&self, ctx: &CallContext) -> Result<Vec<String>, CallError> {
-        self.call(ctx, "edges", After::Reuse, async |g, s| {
-            either_async!(g, s, call_edges())
-        })
-        .await
+        unary!(self, ctx, "edges", call_edges())
     }
 
     /// Volumes the edge keeps.
     pub async fn edge_volumes(&self, ctx: &CallContext) -> Result<Vec<VolumeHandle>, CallError> {
-        self.call(ctx, "edge-volumes", After::Reuse, async |g, s| {
-            either_async!(g, s, call_edge_volumes())
-        })
-        .await
+        unary!(self, ctx, "edge-volumes", call_edge_volumes())
     }
 
     /// Watches every app's workloads, sending what changes into `events`

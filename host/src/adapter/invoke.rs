@@ -194,7 +194,7 @@ impl Adapter {
     }
 
     /// The span every call runs in.
-    fn span(&self, method: &'static str) -> tracing::Span {
+    pub(super) fn span(&self, method: &'static str) -> tracing::Span {
         tracing::info_span!(
             "adapter_call",
             adapter = %self.inner.identity.name,
@@ -241,7 +241,7 @@ impl Adapter {
     }
 
     /// Records a call's outcome in its span and in the fault record.
-    fn finish<R>(
+    pub(super) fn finish<R>(
         &self,
         span: &tracing::Span,
         method: &'static str,
@@ -365,7 +365,7 @@ pin_project! {
     /// its caller holds pinned (see [`Adapter::pipeline`]), so it can be
     /// written without `unsafe`, and it is one async layer fewer on every
     /// call.
-    struct Race<'a, F, C> {
+    pub(super) struct Race<'a, F, C> {
         call: Pin<&'a mut F>,
         deadline: Option<Deadline>,
         #[pin]
@@ -377,7 +377,7 @@ pin_project! {
 }
 
 /// Races `call` against `deadline` and `cancel` ([`Race`]).
-fn race<'a, F: Future>(
+pub(super) fn race<'a, F: Future>(
     call: Pin<&'a mut F>,
     deadline: Option<Deadline>,
     cancel: &'a CancellationToken,
@@ -416,13 +416,13 @@ impl<F: Future, C: Future<Output = ()>> Future for Race<'_, F, C> {
 /// `tracing::Instrument` does), or bare when no subscriber wants the span.
 /// It borrows the body, which its caller holds pinned, so it is one async
 /// layer fewer than an `async` block around the body.
-struct Traced<'a, F> {
+pub(super) struct Traced<'a, F> {
     body: Pin<&'a mut F>,
     span: &'a tracing::Span,
 }
 
 impl<'a, F: Future> Traced<'a, F> {
-    fn new(body: Pin<&'a mut F>, span: &'a tracing::Span) -> Self {
+    pub(super) fn new(body: Pin<&'a mut F>, span: &'a tracing::Span) -> Self {
         Traced { body, span }
     }
 }

@@ -17,6 +17,7 @@ pub(crate) mod metrics;
 pub use raw::RawInstance;
 mod raw;
 mod session;
+pub(crate) mod shared;
 mod streams_v0_2;
 
 pub use session::ExecSession;
@@ -55,6 +56,9 @@ pub(crate) struct AdapterInner {
     pub(crate) limits: Limits,
     pub(crate) grants: crate::grants::Grants,
     pub(crate) pool: Arc<Pool>,
+    /// Instances serving several `async func` calls at once: a 0.2.0
+    /// adapter's with `limits.calls_per_instance` above one.
+    pub(crate) lanes: Option<crate::runtime::lanes::Lanes>,
     pub(crate) breaker: crate::runtime::breaker::Breaker,
     /// The host's metrics, which count this adapter's calls, and its name
     /// as their label.
@@ -161,6 +165,13 @@ impl Adapter {
     /// `limits.max_streams`, and how many opens those limits refused.
     pub fn held_streams(&self) -> crate::HeldUsage {
         self.inner.pool.factory.held_budget.usage()
+    }
+
+    /// Its instances that serve several calls at once, and the calls in
+    /// them; none unless it is a 0.2.0 adapter whose
+    /// `limits.calls_per_instance` is above one.
+    pub fn shared_instances(&self) -> Option<crate::runtime::lanes::SharedUsage> {
+        self.inner.lanes.as_ref().map(|l| l.usage())
     }
 
     /// Configured instances idle in the pool now.

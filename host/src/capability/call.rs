@@ -36,11 +36,13 @@ impl Capability for Call {
 }
 
 impl View<'_, Call> {
-    /// The call's deadline on the store's monotonic clock, in nanoseconds
-    /// (the clock both WASI versions read: `state.rs`).
-    fn deadline_mark(&self) -> Option<u64> {
-        self.env.call.deadline().map(|d| {
-            let since = d.saturating_duration_since(self.env.clock_base);
+    /// The deadline of the call whose code runs now, on the store's
+    /// monotonic clock, in nanoseconds (the clock both WASI versions read:
+    /// `state.rs`).
+    fn deadline_mark(&mut self) -> Option<u64> {
+        let base = self.env.clock_base;
+        self.env.with_call(|c| c.deadline()).map(|d| {
+            let since = d.saturating_duration_since(base);
             u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
         })
     }
@@ -86,17 +88,15 @@ impl Host for View<'_, Call> {
     }
 }
 
-// 0.2.0: the same answers. One call runs on a store at a time today (the
-// pool leases an instance to one call), so the store's call is the caller's;
-// several calls on one instance will read theirs by task
-// (docs/architecture.md, "Versions").
+// 0.2.0: the same answers, of the call whose task asks: an instance may
+// run several calls at once (`runtime/lanes.rs`), each its own deadline.
 impl wit_v0_2::Host for View<'_, Call> {
     fn deadline(&mut self) -> wasmtime::Result<Option<u64>> {
         Ok(self.deadline_mark())
     }
 
     fn is_cancelled(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.env.call.is_over())
+        Ok(self.env.with_call(|c| c.is_over()))
     }
 }
 
@@ -104,11 +104,8 @@ impl<T: Send> wit_v0_2::HostWithStore<T> for Lend<Call> {
     async fn cancelled(accessor: &Accessor<T, Self>) -> wasmtime::Result<()> {
         // Taken before the first wait: the store is not held across it.
         let mut ready = accessor.with(|mut access| {
-            let view = access.get();
-            CancelPollable {
-                cancel: view.env.call.cancel.clone(),
-                deadline: view.env.call.deadline(),
-            }
+            let (deadline, cancel) = access.get().env.call_bounds();
+            CancelPollable { cancel, deadline }
         });
         ready.ready().await;
         Ok(())

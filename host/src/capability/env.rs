@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 
 use crate::capability::held::{Held, HeldBudget};
+use crate::capability::tasks::TaskCalls;
 use crate::clock::Deadline;
 
 /// Why a running guest was stopped by the host.
@@ -90,6 +91,26 @@ impl ActiveCall {
         if self.deadline.is_some_and(|d| d.passed()) {
             return Some(Stopped::Deadline);
         }
+        self.cancel_overdue()
+    }
+
+    /// [`ActiveCall::should_stop`] for a call that shares its instance:
+    /// stopping its code ends the others' too, so it is stopped only once
+    /// it has ignored its deadline, as a cancellation, for [`CANCEL_GRACE`]
+    /// (it is told through `call.cancelled` at the deadline itself).
+    pub(crate) fn should_stop_shared(&mut self) -> Option<Stopped> {
+        let overdue = self
+            .deadline()
+            .and_then(|d| d.checked_add(CANCEL_GRACE))
+            .is_some_and(|at| Instant::now() >= at);
+        if overdue {
+            return Some(Stopped::Deadline);
+        }
+        self.cancel_overdue()
+    }
+
+    /// [`CANCEL_GRACE`] after the cancellation was first seen.
+    fn cancel_overdue(&mut self) -> Option<Stopped> {
         if self.cancel.is_cancelled() {
             let now = Instant::now();
             let seen = *self.cancel_seen.get_or_insert(now);
@@ -111,7 +132,11 @@ pub(crate) struct Identity {
 /// What one store's capabilities share.
 pub(crate) struct Env {
     pub(crate) table: ResourceTable,
+    /// The call in progress, on an instance that runs one at a time.
     pub(crate) call: ActiveCall,
+    /// The calls in progress by task, on an instance that runs several at
+    /// once (`runtime/lanes.rs`); read through [`Env::with_call`].
+    pub(crate) tasks: Option<Arc<TaskCalls>>,
     pub(crate) identity: Arc<Identity>,
     /// The monotonic clock's zero, shared with the guest's
     /// `wasi:clocks/monotonic-clock` so deadlines translate exactly.
@@ -128,11 +153,48 @@ impl Env {
         Env {
             table: ResourceTable::new(),
             call: ActiveCall::idle(),
+            tasks: None,
             identity,
             clock_base: Instant::now(),
             held_budget,
             held_here: Arc::new(AtomicU32::new(0)),
         }
+    }
+
+    /// `f` of the call whose code runs now: the store's one call, or on a
+    /// shared instance the call whose task runs (none running: the store's
+    /// idle call, which has no deadline and is never cancelled).
+    pub(crate) fn with_call<R>(&mut self, f: impl FnOnce(&mut ActiveCall) -> R) -> R {
+        let Some(tasks) = &self.tasks else {
+            return f(&mut self.call);
+        };
+        match tasks.with_current(f) {
+            Ok(r) => r,
+            Err(f) => f(&mut self.call),
+        }
+    }
+
+    /// Whether the host must stop the code running now, and why
+    /// ([`ActiveCall::should_stop`]; on a shared instance
+    /// [`ActiveCall::should_stop_shared`], for that code's call). Recorded
+    /// on the call.
+    pub(crate) fn should_stop(&mut self) -> Option<Stopped> {
+        let shared = self.tasks.is_some();
+        self.with_call(|call| {
+            let why = match shared {
+                false => call.should_stop(),
+                true => call.should_stop_shared(),
+            };
+            if why.is_some() {
+                call.stopped = why;
+            }
+            why
+        })
+    }
+
+    /// The deadline and cancellation of the call whose code runs now.
+    pub(crate) fn call_bounds(&mut self) -> (Option<Instant>, CancellationToken) {
+        self.with_call(|c| (c.deadline(), c.cancel.clone()))
     }
 
     /// Takes from the adapter's stream budget for `what` (see

@@ -14,6 +14,7 @@ pub mod kubernetes;
 pub mod log;
 pub mod ratelimit;
 pub mod streams;
+pub(crate) mod tasks;
 
 use std::marker::PhantomData;
 use std::sync::Arc;

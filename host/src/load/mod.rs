@@ -284,6 +284,19 @@ impl Host {
             options.limits.quarantine_backoff,
         );
         let metrics_label: Arc<str> = Arc::from(identity.name.as_str());
+        let lanes = (prepared.line == crate::bindings::Line::V0_2
+            && options.limits.calls_per_instance > 1)
+            .then(|| {
+                let l = &options.limits;
+                crate::runtime::lanes::Lanes::new(
+                    l.calls_per_instance,
+                    l.max_instances,
+                    l.max_idle,
+                    l.max_calls_per_instance,
+                    Arc::clone(&metrics_label),
+                    crate::adapter::shared::classify_lane,
+                )
+            });
         Ok(Adapter::new(AdapterInner {
             breaker,
             line: prepared.line,
@@ -295,6 +308,7 @@ impl Host {
             limits: options.limits,
             grants: options.grants,
             pool,
+            lanes,
             metrics_label,
             call_handles: Default::default(),
             metrics: Arc::clone(&self.inner.metrics),

@@ -156,9 +156,9 @@ impl Factory {
         store.set_hostcall_fuel(usize::try_from(self.limits.hostcall_bytes).unwrap_or(usize::MAX));
         store.set_max_component_handles(self.limits.max_handles as usize);
         store.epoch_deadline_callback(|mut cx| {
-            let call = &mut cx.data_mut().env.call;
-            if let Some(why) = call.should_stop() {
-                call.stopped = Some(why);
+            // The call whose code computes now: on a shared instance, the
+            // one whose task runs (`capability/tasks.rs`).
+            if cx.data_mut().env.should_stop().is_some() {
                 return Ok(UpdateDeadline::Interrupt);
             }
             // Yield each tick so the executor stays fair and core's own

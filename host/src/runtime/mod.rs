@@ -13,6 +13,7 @@ pub(crate) mod engine;
 mod hot;
 mod idle;
 pub(crate) mod instance;
+pub(crate) mod lanes;
 pub(crate) mod linking;
 #[cfg(test)]
 mod patched;

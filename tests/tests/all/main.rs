@@ -28,6 +28,7 @@ mod host_metrics;
 mod host_network;
 mod host_pool;
 mod host_v02;
+mod host_v02_shared;
 mod host_v02_streams;
 mod kube_audit;
 mod kube_budgets;

@@ -10,7 +10,8 @@
 //!   cooperative in 0.2.0); its handle's `location` says what the call saw:
 //!   its deadline and each workload's `security`.
 //! - `observe`: the app exists with one running workload named after it;
-//!   `missing-…` does not exist.
+//!   `missing-…` does not exist; `panic-…` panics (a trap in a call that
+//!   shares its instance with others).
 //! - `trial`: echoes the workload's `security` in its `output-tail`.
 //! - `logs`, `run`, `snapshot-volume`: a `byte-stream` whose bytes a task of
 //!   the adapter writes after the call returned, then resolves `done`; what
@@ -200,6 +201,9 @@ impl Adapter for V02 {
     }
 
     async fn observe(&self, bundle: BundleRef) -> Result<ObservedBundle, Error> {
+        if bundle.id.starts_with("panic-") {
+            panic!("observe {}: asked to panic", bundle.id);
+        }
         let exists = !bundle.id.starts_with("missing-");
         Ok(ObservedBundle {
             workloads: if exists {

@@ -46,6 +46,7 @@ fn take<T: Send>(
 ) -> Result<Taken, v1::ApiError> {
     accessor.with(|mut access| {
         let view: View<'_, Kubernetes> = access.get();
+        let (deadline, cancel) = view.env.call_bounds();
         let Some(kube) = view.this.clone() else {
             return Err(no_cluster());
         };
@@ -56,8 +57,8 @@ fn take<T: Send>(
         Ok(Taken {
             kube,
             adapter: Arc::clone(&view.env.identity),
-            deadline: view.env.call.deadline(),
-            cancel: view.env.call.cancel.clone(),
+            deadline,
+            cancel,
             held,
         })
     })
