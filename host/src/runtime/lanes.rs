@@ -221,10 +221,33 @@ pub(crate) struct Lanes {
 }
 
 /// What [`Lanes::pick`] found.
-enum Pick {
+enum Pick<'l> {
     Lane(Arc<Lane>),
-    Make,
+    Make(Making<'l>),
     Wait,
+}
+
+/// A lane being made, counted in [`Set::making`] until it joins the set,
+/// or until the caller making it fails or gives up (its future dropped
+/// while the instance was being made): either way the count goes back.
+struct Making<'l> {
+    lanes: &'l Lanes,
+}
+
+impl Making<'_> {
+    /// The lane made, in the set, with its maker seated.
+    fn made(self, lane: Arc<Lane>) -> Arc<Lane> {
+        lane.seated.fetch_add(1, Ordering::Relaxed);
+        self.lanes.lock().lanes.push(Arc::clone(&lane));
+        lane
+    }
+}
+
+impl Drop for Making<'_> {
+    fn drop(&mut self) {
+        self.lanes.lock().making -= 1;
+        self.lanes.changed.notify_waiters();
+    }
 }
 
 #[derive(Default)]
@@ -303,11 +326,10 @@ impl Lanes {
             changed.as_mut().enable();
             match self.pick(make.is_some()) {
                 Pick::Lane(lane) => return Ok(self.sit(lane, permit)),
-                Pick::Make => {
+                Pick::Make(making) => {
                     if let Some(make) = make.take() {
-                        let lane = self.make_lane(make).await;
-                        let lane = self.made_lane(lane)?;
-                        return Ok(self.sit(lane, permit));
+                        let lane = self.make_lane(make).await?;
+                        return Ok(self.sit(making.made(lane), permit));
                     }
                 }
                 Pick::Wait => changed.await,
@@ -315,30 +337,20 @@ impl Lanes {
         }
     }
 
-    /// What a caller holding a seat's permit does: sit in an open lane,
-    /// make one (counted as being made), or wait for either.
-    fn pick(&self, may_make: bool) -> Pick {
+    /// What a caller holding a seat's permit does: sit in an open lane
+    /// (counted seated there at once, so no two callers take its last
+    /// seat), make one, or wait for either.
+    fn pick(&self, may_make: bool) -> Pick<'_> {
         let mut set = self.lock();
         if let Some(lane) = self.emptiest(&set) {
+            lane.seated.fetch_add(1, Ordering::Relaxed);
             return Pick::Lane(lane);
         }
         if may_make && set.lanes.len() + set.making < self.max_lanes {
             set.making += 1;
-            return Pick::Make;
+            return Pick::Make(Making { lanes: self });
         }
         Pick::Wait
-    }
-
-    /// A lane made (or not) by a caller that [`Lanes::pick`] let make it.
-    fn made_lane(&self, lane: Result<Arc<Lane>, CallError>) -> Result<Arc<Lane>, CallError> {
-        let mut set = self.lock();
-        set.making -= 1;
-        if let Ok(lane) = &lane {
-            set.lanes.push(Arc::clone(lane));
-        }
-        drop(set);
-        self.changed.notify_waiters();
-        lane
     }
 
     fn closed(&self) -> CallError {
@@ -358,8 +370,8 @@ impl Lanes {
             .cloned()
     }
 
+    /// The seat of a caller counted seated in `lane`.
     fn sit<'l>(&'l self, lane: Arc<Lane>, permit: SemaphorePermit<'l>) -> Seat<'l> {
-        lane.seated.fetch_add(1, Ordering::Relaxed);
         if lane.served.fetch_add(1, Ordering::Relaxed) + 1 >= self.quota {
             // Its last call: it serves the calls seated and no more,
             // bounding any leak inside the guest as the pool's quota does.
@@ -393,8 +405,8 @@ impl Lanes {
     /// A seat given back: the lane leaves the set once closed and empty,
     /// or once empty beyond the lanes kept.
     fn stand(&self, lane: &Arc<Lane>) {
-        let left = lane.seated.fetch_sub(1, Ordering::Relaxed) - 1;
         let mut set = self.lock();
+        let left = lane.seated.fetch_sub(1, Ordering::Relaxed) - 1;
         if left == 0 {
             let open = set.lanes.iter().filter(|l| l.is_open()).count();
             if !lane.is_open() || open > self.keep {
