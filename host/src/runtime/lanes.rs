@@ -216,8 +216,9 @@ pub(crate) struct Lanes {
     /// Told when a seat frees or a lane is made, for a caller that found
     /// every lane full while another was being made.
     changed: Notify,
-    /// Lanes made since the load, for the metrics.
-    pub(crate) made: AtomicU64,
+    /// Lanes made since the load, for [`Lanes::usage`] (not yet in the
+    /// Prometheus metrics).
+    made: AtomicU64,
 }
 
 /// What [`Lanes::pick`] found.

@@ -10,13 +10,17 @@ use pando_host::{CallContext, CallError, CancellationToken, Host, Limits, LoadOp
 use pando_tests::components;
 use pando_tests::plans::{bundle, plan};
 
+fn host(cache: &tempfile::TempDir) -> Host {
+    Host::builder()
+        .cache_dir(cache.path())
+        .build()
+        .expect("host builds")
+}
+
 /// The 0.2.0 test adapter, its `async func`s sharing instances: `seats`
 /// calls to an instance, at most `instances` instances.
 async fn load_shared(cache: &tempfile::TempDir, seats: u32, instances: u32) -> pando_host::Adapter {
-    let host = Host::builder()
-        .cache_dir(cache.path())
-        .build()
-        .expect("host builds");
+    let host = host(cache);
     let limits = Limits {
         calls_per_instance: seats,
         max_instances: instances,
@@ -221,10 +225,7 @@ async fn a_trap_in_one_call_fails_the_calls_sharing_its_instance_naming_the_shar
 #[tokio::test]
 async fn calls_per_instance_zero_is_refused_at_load_naming_the_limit() {
     let cache = tempfile::tempdir().expect("tempdir");
-    let host = Host::builder()
-        .cache_dir(cache.path())
-        .build()
-        .expect("host builds");
+    let host = host(&cache);
     let limits = Limits {
         calls_per_instance: 0,
         ..Limits::default()
