@@ -130,3 +130,11 @@ impl Cli {
         child.wait_with_output().expect("pando-host runs")
     }
 }
+
+/// A limits file with `fields`, in a directory kept as long as the result.
+pub fn limits_file(fields: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let file = dir.path().join("limits.yaml");
+    std::fs::write(&file, fields).expect("writing the limits");
+    (dir, file)
+}

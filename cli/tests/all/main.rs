@@ -7,6 +7,7 @@ mod grants;
 mod metrics;
 mod new;
 mod schema;
+mod settings;
 mod shell;
 mod tty;
 mod verbs;
