@@ -11,6 +11,12 @@
 //! beyond `max_idle` an emptied lane is closed. Plain (sync) exports and
 //! calls that return streams keep the pool.
 //!
+//! A store runs on one thread at a time, so one lane is at most one core's
+//! worth of guest code however many calls it seats. Calls therefore spread
+//! over lanes up to the machine's cores before they share one: a caller
+//! who finds every open lane busy makes another while there are fewer than
+//! `min(cores, max_instances)`, and only past that sits beside others.
+//!
 //! Each call's deadline and cancellation reach its own code through the
 //! task group its export call made (`capability/tasks.rs`). What the calls
 //! share is the instance: a trap, a memory overrun or the epoch hook
@@ -24,10 +30,11 @@ use std::future::Future;
 use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use tokio::sync::{Notify, Semaphore, SemaphorePermit, mpsc, watch};
+use tokio::sync::{Notify, Semaphore, SemaphorePermit, TryAcquireError, mpsc, watch};
 use wasmtime::component::Accessor;
 
 use crate::bindings::v0_2::exports::pando::runtime::adapter::Guest as V02Guest;
@@ -198,12 +205,23 @@ pub struct SharedUsage {
     pub calls: u32,
     /// Instances made to serve calls this way since the adapter was loaded.
     pub made: u64,
+    /// Of those, the ones that have ended (closed and emptied: failed,
+    /// given up on, past their quota, or beyond `max_idle`); their
+    /// instances are dropped.
+    pub ended: u64,
+    /// Calls that found every seat taken and waited for one, since the load.
+    pub waits: u64,
+    /// The time those calls waited, in all (a wait given up at the call's
+    /// deadline counted too).
+    pub waited: Duration,
 }
 
 /// An adapter's lanes.
 pub(crate) struct Lanes {
     per_lane: u32,
     max_lanes: usize,
+    /// Lanes made for busy ones before calls share one: one per core.
+    spread: usize,
     /// Lanes kept open once emptied.
     keep: usize,
     quota: u64,
@@ -216,9 +234,12 @@ pub(crate) struct Lanes {
     /// Told when a seat frees or a lane is made, for a caller that found
     /// every lane full while another was being made.
     changed: Notify,
-    /// Lanes made since the load, for [`Lanes::usage`] (not yet in the
-    /// Prometheus metrics).
+    /// Lanes made and ended, calls that waited and for how long, since the
+    /// load: [`Lanes::usage`], which the Prometheus metrics read.
     made: AtomicU64,
+    ended: AtomicU64,
+    waits: AtomicU64,
+    waited_ns: AtomicU64,
 }
 
 /// What [`Lanes::pick`] found.
@@ -257,6 +278,34 @@ struct Set {
     making: usize,
 }
 
+/// A caller's wait for a seat, counted in [`Lanes`]' waits once it ends
+/// if it began.
+struct Waiting<'l> {
+    lanes: &'l Lanes,
+    since: Option<Instant>,
+}
+
+impl Waiting<'_> {
+    fn start(&mut self) {
+        self.since.get_or_insert_with(Instant::now);
+    }
+
+    /// The wait over (a seat found, or the caller gone): counted once.
+    fn end(&mut self) {
+        if let Some(since) = self.since.take() {
+            let waited = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.lanes.waits.fetch_add(1, Ordering::Relaxed);
+            self.lanes.waited_ns.fetch_add(waited, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
 /// A call's seat in a lane, given back when dropped.
 pub(crate) struct Seat<'l> {
     lanes: &'l Lanes,
@@ -277,9 +326,11 @@ impl Lanes {
     ) -> Self {
         let per_lane = per_lane.max(1);
         let max_lanes = max_lanes.max(1) as usize;
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Lanes {
             per_lane,
             max_lanes,
+            spread: cores.min(max_lanes),
             keep: keep as usize,
             quota: quota.max(1),
             name,
@@ -288,6 +339,9 @@ impl Lanes {
             set: Mutex::new(Set::default()),
             changed: Notify::new(),
             made: AtomicU64::new(0),
+            ended: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            waited_ns: AtomicU64::new(0),
         }
     }
 
@@ -306,6 +360,9 @@ impl Lanes {
             instances,
             calls,
             made: self.made.load(Ordering::Relaxed),
+            ended: self.ended.load(Ordering::Relaxed),
+            waits: self.waits.load(Ordering::Relaxed),
+            waited: Duration::from_nanos(self.waited_ns.load(Ordering::Relaxed)),
         }
     }
 
@@ -317,7 +374,20 @@ impl Lanes {
         &self,
         make: impl AsyncFnOnce() -> Result<Instance, CallError>,
     ) -> Result<Seat<'_>, CallError> {
-        let permit = self.seats.acquire().await.map_err(|_| self.closed())?;
+        // Counted when it ends, however it ends: a caller whose deadline
+        // passed while it waited has its future dropped here.
+        let mut waiting = Waiting {
+            lanes: self,
+            since: None,
+        };
+        let permit = match self.seats.try_acquire() {
+            Ok(permit) => permit,
+            Err(TryAcquireError::Closed) => return Err(self.closed()),
+            Err(TryAcquireError::NoPermits) => {
+                waiting.start();
+                self.seats.acquire().await.map_err(|_| self.closed())?
+            }
+        };
         let mut make = Some(make);
         loop {
             let changed = self.changed.notified();
@@ -326,28 +396,46 @@ impl Lanes {
             // wakes this caller.
             changed.as_mut().enable();
             match self.pick(make.is_some()) {
-                Pick::Lane(lane) => return Ok(self.sit(lane, permit)),
+                Pick::Lane(lane) => {
+                    waiting.end();
+                    return Ok(self.sit(lane, permit));
+                }
                 Pick::Make(making) => {
+                    // The instance's making is not the wait's.
+                    waiting.end();
                     if let Some(make) = make.take() {
                         let lane = self.make_lane(make).await?;
                         return Ok(self.sit(making.made(lane), permit));
                     }
                 }
-                Pick::Wait => changed.await,
+                Pick::Wait => {
+                    waiting.start();
+                    changed.await;
+                }
             }
         }
     }
 
     /// What a caller holding a seat's permit does: sit in an open lane
     /// (counted seated there at once, so no two callers take its last
-    /// seat), make one, or wait for either.
+    /// seat), make one, or wait for either. A lane is made, rather than a
+    /// busy one shared, while there are fewer than one per core.
     fn pick(&self, may_make: bool) -> Pick<'_> {
         let mut set = self.lock();
-        if let Some(lane) = self.emptiest(&set) {
+        let room = may_make && set.lanes.len() + set.making < self.max_lanes;
+        let emptiest = self.emptiest(&set);
+        let spreading = room
+            && emptiest
+                .as_ref()
+                .is_none_or(|l| l.seated.load(Ordering::Relaxed) > 0)
+            && set.lanes.iter().filter(|l| l.is_open()).count() + set.making < self.spread;
+        if let Some(lane) = emptiest
+            && !spreading
+        {
             lane.seated.fetch_add(1, Ordering::Relaxed);
             return Pick::Lane(lane);
         }
-        if may_make && set.lanes.len() + set.making < self.max_lanes {
+        if room {
             set.making += 1;
             return Pick::Make(Making { lanes: self });
         }
@@ -412,7 +500,11 @@ impl Lanes {
             let open = set.lanes.iter().filter(|l| l.is_open()).count();
             if !lane.is_open() || open > self.keep {
                 lane.close();
+                let before = set.lanes.len();
                 set.lanes.retain(|l| !Arc::ptr_eq(l, lane));
+                if set.lanes.len() < before {
+                    self.ended.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
         drop(set);

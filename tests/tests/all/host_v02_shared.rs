@@ -61,6 +61,16 @@ async fn until_seated(adapter: &pando_host::Adapter, calls: u32) -> pando_host::
     panic!("never saw {calls} calls seated; last saw {seen:?}");
 }
 
+/// The value of the metric `name` of the adapter's in its OpenMetrics text
+/// (one adapter is loaded, so its one series).
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix('{'))
+        .and_then(|rest| rest.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in the metrics:\n{text}"))
+}
+
 #[tokio::test]
 async fn six_waiting_calls_run_at_once_in_one_instance_each_seeing_its_own_deadline() {
     let cache = tempfile::tempdir().expect("tempdir");
@@ -112,17 +122,64 @@ async fn calls_beyond_one_instances_seats_go_to_a_second_and_no_further() {
     // Two instances of two seats: four run, the fifth waits for a seat.
     let usage = until_seated(&adapter, 4).await;
     assert_eq!((usage.instances, usage.made), (2, 2), "{usage:?}");
+    // What an operator's dashboard reads: the same, in the metrics.
+    let text = adapter.metrics();
+    assert_eq!(metric(&text, "pando_adapter_shared_instances"), 2.0);
+    assert_eq!(metric(&text, "pando_adapter_shared_calls"), 4.0);
+    assert_eq!(metric(&text, "pando_adapter_instances_made_total"), 2.0);
     for r in all.await.expect("the calls") {
         r.expect("apply");
     }
     let after = adapter.shared_instances().expect("shared instances");
     assert_eq!(after.made, 2, "the fifth call waited for a seat: {after:?}");
+    // Five callers for four seats: one waited at least (those that found
+    // the first instance still being made waited too).
+    assert!(after.waits >= 1, "{after:?}");
+    let text = adapter.metrics();
+    assert_eq!(
+        metric(&text, "pando_adapter_pool_waits_total"),
+        after.waits as f64,
+        "the waits for a seat are the pool's waits in the metrics"
+    );
+    assert!(metric(&text, "pando_adapter_pool_wait_seconds_total") > 0.0);
+    assert_eq!(
+        metric(&text, "pando_adapter_instances_discarded_total"),
+        after.ended as f64
+    );
+    assert_eq!(metric(&text, "pando_adapter_shared_calls"), 0.0);
+}
+
+/// A store runs on one thread at a time: calls spread over one instance per
+/// core before any two share one, and no further.
+#[tokio::test]
+async fn calls_spread_over_one_instance_per_core_before_sharing_one() {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let cache = tempfile::tempdir().expect("tempdir");
+    let adapter = load_shared(&cache, 64, 64).await;
+    let n = cores as u32 + 3;
+    let calls = (0..n).map(|i| {
+        let adapter = adapter.clone();
+        let mut p = plan(&format!("app-{i}"), &["web"]);
+        p.revision = "3000".into();
+        async move { adapter.apply(&CallContext::default(), &p).await }
+    });
+    let all = tokio::spawn(futures::future::join_all(calls));
+    let usage = until_seated(&adapter, n).await;
+    assert_eq!(
+        (usage.instances, usage.made as usize),
+        (cores, cores),
+        "{n} calls on {cores} cores: {usage:?}"
+    );
+    for r in all.await.expect("the calls") {
+        r.expect("apply");
+    }
 }
 
 #[tokio::test]
 async fn a_call_past_its_deadline_ends_alone_and_its_instance_takes_no_new_call() {
     let cache = tempfile::tempdir().expect("tempdir");
-    let adapter = load_shared(&cache, 8, 4).await;
+    // One instance at most, so that the second call sits beside the first.
+    let adapter = load_shared(&cache, 8, 1).await;
     let mut slow = plan("slow", &["web"]);
     slow.revision = "60000".into();
     let mut quick = plan("quick", &["web"]);
@@ -219,7 +276,21 @@ async fn a_trap_in_one_call_fails_the_calls_sharing_its_instance_naming_the_shar
         .await
         .expect("observe after the trap");
     assert!(seen.exists);
-    assert_eq!(adapter.shared_instances().expect("usage").made, 2);
+    let usage = adapter.shared_instances().expect("usage");
+    // The faulted instance ended once its two calls left it; the new one
+    // is kept (max_idle 8).
+    assert_eq!(
+        (usage.made, usage.ended, usage.instances),
+        (2, 1, 1),
+        "{usage:?}"
+    );
+    assert_eq!(
+        metric(
+            &adapter.metrics(),
+            "pando_adapter_instances_discarded_total"
+        ),
+        1.0
+    );
 }
 
 #[tokio::test]

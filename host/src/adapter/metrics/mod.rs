@@ -274,6 +274,8 @@ struct State {
     pool_waits: Family<AdapterLabels, Counter>,
     pool_wait: Family<AdapterLabels, SecondsTotal>,
     quarantined: Family<AdapterLabels, Gauge>,
+    shared_instances: Family<AdapterLabels, Gauge>,
+    shared_calls: Family<AdapterLabels, Gauge>,
     held_bytes: Family<AdapterLabels, Gauge>,
     held_bytes_limit: Family<AdapterLabels, Gauge>,
     held_streams: Family<AdapterLabels, Gauge>,
@@ -335,20 +337,35 @@ impl State {
         }
     }
 
-    /// Instances, quarantine, and what the host holds for the adapter.
+    /// Instances (pooled, and shared by several calls), quarantine, and
+    /// what the host holds for the adapter.
     fn read_pool(&self, a: &AdapterInner, name: &AdapterLabels) {
+        use std::sync::atomic::Ordering::Relaxed;
         let pool = &a.pool;
+        // A shared instance is made for calls and dropped at its end, as a
+        // pooled one is: the same counters, so that a dashboard of
+        // instances made holds for either setting of calls_per_instance.
+        let shared = a.lanes.as_ref().map(|l| l.usage());
+        let (lanes_made, lanes_ended, lane_waits, lane_waited) = shared
+            .map(|u| (u.made, u.ended, u.waits, u.waited.as_secs_f64()))
+            .unwrap_or_default();
         set(&self.idle.get_or_create(name), pool.idle_count());
         self.made
             .get_or_create(name)
-            .inc_by(pool.made.load(std::sync::atomic::Ordering::Relaxed));
-        self.discarded.get_or_create(name).inc_by(pool.discarded());
+            .inc_by(pool.made.load(Relaxed) + lanes_made);
+        self.discarded
+            .get_or_create(name)
+            .inc_by(pool.discarded() + lanes_ended);
         self.pool_waits
             .get_or_create(name)
-            .inc_by(pool.waits.load(std::sync::atomic::Ordering::Relaxed));
+            .inc_by(pool.waits.load(Relaxed) + lane_waits);
         self.pool_wait
             .get_or_create(name)
-            .inc_by(pool.waited_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9);
+            .inc_by(pool.waited_ns.load(Relaxed) as f64 / 1e9 + lane_waited);
+        if let Some(u) = shared {
+            set(&self.shared_instances.get_or_create(name), u.instances);
+            set(&self.shared_calls.get_or_create(name), u.calls);
+        }
         set(
             &self.quarantined.get_or_create(name),
             i64::from(a.breaker.quarantine().is_some()),
@@ -434,9 +451,11 @@ impl State {
         register! {
             "adapter_instances_idle", "Configured instances idle in the pool", idle;
             "adapter_instances_made", "Instances made for calls since the load (the load's own not counted)", made;
-            "adapter_instances_discarded", "Instances dropped rather than pooled: faulted, cut mid-call, holding streams, past their quota, or over max_idle", discarded;
-            "adapter_pool_waits", "Calls that found every instance busy (max_instances or max_long_running) and waited for one", pool_waits;
+            "adapter_instances_discarded", "Instances dropped rather than pooled: faulted, cut mid-call, holding streams, past their quota, or over max_idle (a shared instance when it ends)", discarded;
+            "adapter_pool_waits", "Calls that found every instance busy (max_instances or max_long_running) or every shared seat taken, and waited", pool_waits;
             "adapter_pool_wait_seconds", "Time calls spent waiting for an instance, in all", pool_wait;
+            "adapter_shared_instances", "Instances serving several calls at once now (limits.calls_per_instance above 1, a 0.2.0 adapter)", shared_instances;
+            "adapter_shared_calls", "Calls running in shared instances now", shared_calls;
             "adapter_quarantined", "1 while the adapter is quarantined after repeated faults", quarantined;
             "adapter_held_bytes", "Bytes the host holds for the adapter in stream buffers", held_bytes;
             "adapter_held_bytes_limit", "limits.stream_buffer_bytes", held_bytes_limit;
