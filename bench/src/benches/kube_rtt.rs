@@ -9,7 +9,16 @@
 //! same three `Api::<Namespace>::get("default")` with kube-rs. Both use one
 //! `kube::Client` of the `pando` identity (the host is given a clone), so
 //! the connection pool, TLS session and server are the same; calls
-//! alternate host and native.
+//! alternate host, floor and native.
+//!
+//! Floor (issue 43): the same component in a raw store whose Kubernetes
+//! `send` only builds the request, sends it on the same client and hands
+//! back the answer (`Adapter::floor_instance`): no grants, audit, budgets,
+//! metrics, cache or managed-fields scan, and no pool, deadline or span
+//! around the call. The host is held to ≤ 1.03× the floor: what its
+//! bookkeeping costs on top of the sandbox. The wasm tax itself (the guest
+//! decoding JSON) is the floor's distance from kube-rs, reported, not a
+//! target.
 
 use std::time::Instant;
 
@@ -17,6 +26,7 @@ use anyhow::{Result, ensure};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use pando_host::Adapter;
+use pando_host::adapter::RawInstance;
 use pando_host::types::BundlePlan;
 
 use super::{call_ctx, us, what};
@@ -32,18 +42,24 @@ pub async fn run(quick: bool) -> Result<Bench> {
     let client = env::client(Identity::Pando).await?;
     let host = env::host()?;
     let adapter = env::load_probe(&host, client.clone()).await?;
+    let mut floor = adapter
+        .floor_instance(client.clone())
+        .await
+        .map_err(|e| anyhow::anyhow!("the floor instance: {e}"))?;
     let namespaces: Api<Namespace> = Api::all(client);
     let plan = flood_plan();
 
     for _ in 0..warmup {
         host_call(&adapter, &plan).await?;
+        floor_call(&mut floor, &plan).await?;
         native_call(&namespaces).await?;
     }
     let audited_before = audit::count();
-    let (mut host, mut native) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+    let mut host = Vec::with_capacity(samples);
+    let (mut floored, mut native) = (host.clone(), host.clone());
     // CPU time the process spent in each side's calls (all threads: the
     // guest, the host's import, hyper's connection task).
-    let (mut host_cpu, mut native_cpu) = (0u64, 0u64);
+    let (mut host_cpu, mut floor_cpu, mut native_cpu) = (0u64, 0u64, 0u64);
     for _ in 0..samples {
         let c = cpu::process_ns();
         let t = Instant::now();
@@ -52,10 +68,20 @@ pub async fn run(quick: bool) -> Result<Bench> {
         let c2 = cpu::process_ns();
         host_cpu += c2 - c;
         let t = Instant::now();
+        floor_call(&mut floor, &plan).await?;
+        floored.push(us(t.elapsed()));
+        let c3 = cpu::process_ns();
+        floor_cpu += c3 - c2;
+        let t = Instant::now();
         native_call(&namespaces).await?;
         native.push(us(t.elapsed()));
-        native_cpu += cpu::process_ns() - c2;
+        native_cpu += cpu::process_ns() - c3;
     }
+    let cpu_per_call = |(a, a_ns): (&str, u64), (b, b_ns): (&str, u64)| {
+        let mean = |ns: u64| ns as f64 / samples as f64 / 1e3;
+        format!("{a} {:.0} µs, {b} {:.0} µs", mean(a_ns), mean(b_ns))
+    };
+    // The floor's requests are not audited: only the host's are counted.
     let per_call = (audit::count() - audited_before) as f64 / samples as f64;
     ensure!(
         (per_call - GETS as f64).abs() < 0.01,
@@ -67,34 +93,50 @@ pub async fn run(quick: bool) -> Result<Bench> {
     if let (Some(h), Some(n)) = (Summary::of(&host), Summary::of(&native)) {
         let overhead = h.median - n.median;
         let pct = overhead / n.median * 100.0;
-        // DESIGN.md's target, tightened from 5 % by issue 18.
+        // Reported, not a target since issue 43: the guest's own decoding
+        // (the wasm tax) is in it; the host's share is the floor row's.
         bench.rows.push(
-            row.target("host overhead ≤ 3% of the API time", pct <= 3.0)
-                .extra(
-                    "overhead, p50 host − p50 native",
-                    format!("{overhead:.0} µs = {pct:.1}%"),
-                )
-                .extra(
-                    "per round trip, p50",
-                    format!(
-                        "host {:.0} µs, native {:.0} µs",
-                        h.median / GETS as f64,
-                        n.median / GETS as f64
-                    ),
-                )
-                .extra("requests audited per host call", format!("{per_call:.2}"))
-                .extra(
-                    "CPU time of this process per call, mean",
-                    format!(
-                        "host {:.0} µs, native {:.0} µs",
-                        host_cpu as f64 / samples as f64 / 1e3,
-                        native_cpu as f64 / samples as f64 / 1e3
-                    ),
+            row.extra(
+                "overhead, p50 host − p50 native",
+                format!("{overhead:.0} µs = {pct:.1}%"),
+            )
+            .extra(
+                "per round trip, p50",
+                format!(
+                    "host {:.0} µs, native {:.0} µs",
+                    h.median / GETS as f64,
+                    n.median / GETS as f64
                 ),
+            )
+            .extra("requests audited per host call", format!("{per_call:.2}"))
+            .extra(
+                CPU,
+                cpu_per_call(("host", host_cpu), ("native", native_cpu)),
+            ),
+        );
+    }
+    let against_floor = Row::new(
+        "call with 3 GETs, host vs raw wasmtime floor",
+        Unit::Us,
+        &host,
+        &floored,
+    );
+    if let (Some(h), Some(f)) = (Summary::of(&host), Summary::of(&floored)) {
+        let met = against_floor.ratio.is_some_and(|x| x <= 1.03);
+        bench.rows.push(
+            against_floor
+                .target("host ≤ 1.03× the floor", met)
+                .extra(
+                    "the host's bookkeeping, p50 host − p50 floor",
+                    format!("{:.0} µs", h.median - f.median),
+                )
+                .extra(CPU, cpu_per_call(("host", host_cpu), ("floor", floor_cpu))),
         );
     }
     Ok(bench)
 }
+
+const CPU: &str = "CPU time of this process per call, mean";
 
 /// `calls` calls of one side alone (`pando-bench child kube-loop`), for a
 /// profiler: the mean wall and process CPU time per call, in µs. The host
@@ -136,6 +178,19 @@ async fn host_call(adapter: &Adapter, plan: &BundlePlan) -> Result<()> {
     ensure!(
         handle.location == GETS.to_string(),
         "kube-probe answered {} of {GETS} GETs",
+        handle.location
+    );
+    Ok(())
+}
+
+async fn floor_call(floor: &mut RawInstance, plan: &BundlePlan) -> Result<()> {
+    let handle = floor
+        .apply(plan)
+        .await
+        .map_err(|e| anyhow::anyhow!("the floor's apply: {e}"))?;
+    ensure!(
+        handle.location == GETS.to_string(),
+        "kube-probe on the floor answered {} of {GETS} GETs",
         handle.location
     );
     Ok(())

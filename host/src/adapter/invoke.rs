@@ -323,9 +323,20 @@ pub(crate) async fn create(
     cancel: &CancellationToken,
 ) -> Result<Instance, CallError> {
     let mut inst = instantiate(factory, deadline, cancel).await?;
+    configure(factory, &mut inst, deadline, cancel).await?;
+    Ok(inst)
+}
+
+/// Hands a new instance the configuration the adapter was loaded with.
+pub(crate) async fn configure(
+    factory: &Factory,
+    inst: &mut Instance,
+    deadline: Option<Instant>,
+    cancel: &CancellationToken,
+) -> Result<(), CallError> {
     let config = factory.config.clone();
     run(
-        &mut inst,
+        inst,
         &factory.identity.name,
         "configure",
         deadline,
@@ -346,8 +357,7 @@ pub(crate) async fn create(
             ),
         },
         other => other,
-    })?;
-    Ok(inst)
+    })
 }
 
 pin_project! {

@@ -15,6 +15,7 @@ pub(crate) mod invoke;
 pub(crate) mod metrics;
 #[doc(hidden)]
 pub use raw::RawInstance;
+mod floor;
 mod raw;
 mod session;
 pub(crate) mod shared;

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::Adapter;
 use crate::error::CallError;
 use crate::runtime::instance::{Guest, Instance};
-use crate::types::{UpstreamAddress, WorkloadRef};
+use crate::types::{BundleHandle, BundlePlan, UpstreamAddress, WorkloadRef};
 
 /// A configured instance outside the pool, for measuring only.
 #[doc(hidden)]
@@ -30,6 +30,26 @@ impl Adapter {
 }
 
 impl RawInstance {
+    pub(super) fn of(instance: Instance) -> Self {
+        RawInstance { instance }
+    }
+
+    /// `apply` of a 0.1.0 adapter, called on the store directly (the
+    /// 3-GET floor's call, `floor.rs`); a trap, an adapter error or a plan
+    /// 0.1.0 cannot carry is returned as text.
+    pub async fn apply(&mut self, plan: &BundlePlan) -> Result<BundleHandle, String> {
+        let inst = &mut self.instance;
+        let Guest::V0_1(g) = inst.bindings.guest() else {
+            return Err("the raw apply is of 0.1.0 adapters only".into());
+        };
+        let plan = plan.to_v0_1()?;
+        match g.call_apply(&mut inst.store, &plan).await {
+            Ok(Ok(handle)) => Ok(handle),
+            Ok(Err(e)) => Err(format!("{e:?}")),
+            Err(trap) => Err(format!("{trap:#}")),
+        }
+    }
+
     /// `upstream`, called on the store directly; a trap or an adapter
     /// error is returned as text.
     pub async fn upstream(

@@ -147,6 +147,47 @@ fn http_method(m: Method) -> http::Method {
     }
 }
 
+/// The HTTP request of `req`, as every exchange sends it.
+fn http_request(req: &Request) -> Result<http::Request<kube::client::Body>, String> {
+    let mut builder = http::Request::builder()
+        .method(http_method(req.method))
+        .uri(uri(&req.path, &req.query))
+        .header(http::header::ACCEPT, "application/json");
+    if req.body.is_some() {
+        builder = builder.header(http::header::CONTENT_TYPE, content_type(req.content_type));
+    }
+    builder
+        .body(kube::client::Body::from(
+            req.body.clone().unwrap_or_default(),
+        ))
+        .map_err(|e| format!("building the request: {e}"))
+}
+
+/// `req` sent on `client` and its answer read, and nothing else: no grant,
+/// budget, audit, cache, retry, size cap or managed-fields scan. The
+/// least an import of `send`'s shape can do, for the floor the 3-GET bench
+/// holds the host's own `send` to (`adapter/floor.rs`); never lent to an
+/// adapter that core loads.
+pub(crate) async fn plain(client: &kube::Client, req: &Request) -> Result<Response, ApiError> {
+    let http_req = http_request(req).map_err(ApiError::InvalidRequest)?;
+    let resp = client
+        .send(http_req)
+        .await
+        .map_err(|e| ApiError::Transport(e.to_string()))?;
+    let status = resp.status().as_u16();
+    let headers = kept_headers(resp.headers());
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| ApiError::Transport(e.to_string()))?;
+    Ok(Response {
+        status,
+        headers,
+        body: Vec::from(body.to_bytes()),
+    })
+}
+
 /// `path?query`, the query encoded by the host.
 pub(crate) fn uri(path: &str, query: &[(String, String)]) -> String {
     if query.is_empty() {
@@ -413,22 +454,9 @@ impl KubeContext {
         req: &Request,
         answer_by: Option<Instant>,
     ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), Failure> {
-        let hm = http_method(req.method);
         let mut retries = 0;
         loop {
-            let mut builder = http::Request::builder()
-                .method(hm.clone())
-                .uri(uri(&req.path, &req.query))
-                .header(http::header::ACCEPT, "application/json");
-            if req.body.is_some() {
-                builder =
-                    builder.header(http::header::CONTENT_TYPE, content_type(req.content_type));
-            }
-            let http_req = builder
-                .body(kube::client::Body::from(
-                    req.body.clone().unwrap_or_default(),
-                ))
-                .map_err(|e| Failure::Invalid(format!("building the request: {e}")))?;
+            let http_req = http_request(req).map_err(Failure::Invalid)?;
             let resp = self.client.send(http_req).await.map_err(|e| {
                 Failure::Transport(format!("the API server could not be reached: {e}"))
             })?;
