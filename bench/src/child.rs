@@ -79,8 +79,9 @@ pub enum Mode {
         count: u64,
     },
     /// Makes `calls` of kube-3rtt's host call (kube-probe's `flood:3`,
-    /// three GETs through the host's import) or, with `--native`, its
-    /// kube-rs twin, and prints the mean and the CPU time per call: one side
+    /// three GETs through the host's import) or, with `--floor`, the same
+    /// call on the raw wasmtime floor, or with `--native` its kube-rs twin,
+    /// and prints the mean and the CPU time per call: one side
     /// alone, to run under a profiler inside the test cluster's namespace
     /// (`perf record -- pando-bench child kube-loop 3000`), or under
     /// valgrind's callgrind with `--slots 2`.
@@ -88,8 +89,11 @@ pub enum Mode {
         /// How many calls.
         calls: u64,
         /// The kube-rs twin instead of the host.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "floor")]
         native: bool,
+        /// The raw wasmtime floor instead of the host.
+        #[arg(long)]
+        floor: bool,
         /// The engine's slots instead of the default 256 (as for
         /// `upstream-loop`: valgrind cannot map the default pool).
         #[arg(long)]
@@ -181,10 +185,17 @@ pub async fn run(mode: Mode) -> Result<()> {
         Mode::KubeLoop {
             calls,
             native,
+            floor,
             slots,
-        } => serde_json::to_string(
-            &crate::benches::kube_rtt::profile_loop(calls, native, slots).await?,
-        )?,
+        } => {
+            use crate::benches::kube_rtt::{Side, profile_loop};
+            let side = match (native, floor) {
+                (true, _) => Side::Native,
+                (_, true) => Side::Floor,
+                _ => Side::Host,
+            };
+            serde_json::to_string(&profile_loop(calls, side, slots).await?)?
+        }
         Mode::Instances { small, large } => {
             serde_json::to_string(&crate::benches::memory::instances(small, large).await?)?
         }

@@ -138,31 +138,42 @@ pub async fn run(quick: bool) -> Result<Bench> {
 
 const CPU: &str = "CPU time of this process per call, mean";
 
+/// Which side of the bench a profiling loop runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Side {
+    /// Through the host.
+    Host,
+    /// The raw wasmtime floor.
+    Floor,
+    /// kube-rs.
+    Native,
+}
+
 /// `calls` calls of one side alone (`pando-bench child kube-loop`), for a
 /// profiler: the mean wall and process CPU time per call, in µs. The host
 /// has `slots` engine slots, or the default number without.
-pub async fn profile_loop(
-    calls: u64,
-    native: bool,
-    slots: Option<u32>,
-) -> Result<serde_json::Value> {
+pub async fn profile_loop(calls: u64, side: Side, slots: Option<u32>) -> Result<serde_json::Value> {
     let client = env::client(Identity::Pando).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let plan = flood_plan();
     let host = env::host_with_slots(slots)?;
-    let adapter = env::load_probe(&host, client).await?;
+    let adapter = env::load_probe(&host, client.clone()).await?;
+    let mut floor = adapter
+        .floor_instance(client)
+        .await
+        .map_err(|e| anyhow::anyhow!("the floor instance: {e}"))?;
     let c = cpu::process_ns();
     let t = Instant::now();
     for _ in 0..calls {
-        if native {
-            native_call(&namespaces).await?;
-        } else {
-            host_call(&adapter, &plan).await?;
+        match side {
+            Side::Host => host_call(&adapter, &plan).await?,
+            Side::Floor => floor_call(&mut floor, &plan).await?,
+            Side::Native => native_call(&namespaces).await?,
         }
     }
     let n = calls.max(1) as f64;
     Ok(serde_json::json!({
-        "side": if native { "native" } else { "host" },
+        "side": format!("{side:?}").to_lowercase(),
         "us_per_call": us(t.elapsed()) / n,
         "cpu_us_per_call": (cpu::process_ns() - c) as f64 / 1e3 / n,
     }))
