@@ -9,8 +9,6 @@
 //! is its bookkeeping. For measuring only; the linker it is made with is
 //! its own, never the one core's loads get.
 
-use std::sync::Arc;
-
 use tokio_util::sync::CancellationToken;
 
 use super::Adapter;
@@ -47,12 +45,13 @@ impl Adapter {
         // Shadowing replaces the host's `send` with the floor's, the rest
         // of the imports (WASI, logging, the call's deadline) as core's.
         linker.allow_shadowing(true);
-        let client = Arc::new(client);
         linker
             .instance(KUBERNETES)
             .and_then(|mut kubernetes| {
                 kubernetes.func_wrap_async("send", move |_store, (request,): (Request,)| {
-                    let client = Arc::clone(&client);
+                    // A `kube::Client` is a handle: its clone shares the
+                    // connection pool.
+                    let client = client.clone();
                     Box::new(async move {
                         let answer: Result<Response, ApiError> =
                             crate::capability::kubernetes::send::plain(&client, &request).await;

@@ -43,11 +43,7 @@ impl RawInstance {
             return Err("the raw apply is of 0.1.0 adapters only".into());
         };
         let plan = plan.to_v0_1()?;
-        match g.call_apply(&mut inst.store, &plan).await {
-            Ok(Ok(handle)) => Ok(handle),
-            Ok(Err(e)) => Err(format!("{e:?}")),
-            Err(trap) => Err(format!("{trap:#}")),
-        }
+        as_text(g.call_apply(&mut inst.store, &plan).await)
     }
 
     /// `upstream`, called on the store directly; a trap or an adapter
@@ -62,10 +58,15 @@ impl RawInstance {
             Guest::V0_1(g) => g.call_upstream(&mut inst.store, workload, port).await,
             Guest::V0_2(g) => g.call_upstream(&mut inst.store, workload, port).await,
         };
-        match called {
-            Ok(Ok(up)) => Ok(up),
-            Ok(Err(e)) => Err(format!("{e:?}")),
-            Err(trap) => Err(format!("{trap:#}")),
-        }
+        as_text(called)
+    }
+}
+
+/// A raw call's answer, its adapter error or trap as text.
+fn as_text<T, E: std::fmt::Debug>(called: wasmtime::Result<Result<T, E>>) -> Result<T, String> {
+    match called {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(e)) => Err(format!("{e:?}")),
+        Err(trap) => Err(format!("{trap:#}")),
     }
 }

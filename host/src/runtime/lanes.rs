@@ -41,6 +41,7 @@ use crate::bindings::v0_2::exports::pando::runtime::adapter::Guest as V02Guest;
 use crate::capability::tasks::TaskCalls;
 use crate::error::CallError;
 use crate::runtime::instance::{Bindings, Instance};
+use crate::runtime::pool::Waits;
 use crate::runtime::state::{HostState, Stopped};
 
 /// A call to run in a lane: given the lane's event loop and the adapter's
@@ -238,8 +239,7 @@ pub(crate) struct Lanes {
     /// load: [`Lanes::usage`], which the Prometheus metrics read.
     made: AtomicU64,
     ended: AtomicU64,
-    waits: AtomicU64,
-    waited_ns: AtomicU64,
+    waits: Waits,
 }
 
 /// What [`Lanes::pick`] found.
@@ -293,9 +293,7 @@ impl Waiting<'_> {
     /// The wait over (a seat found, or the caller gone): counted once.
     fn end(&mut self) {
         if let Some(since) = self.since.take() {
-            let waited = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            self.lanes.waits.fetch_add(1, Ordering::Relaxed);
-            self.lanes.waited_ns.fetch_add(waited, Ordering::Relaxed);
+            self.lanes.waits.record(since.elapsed());
         }
     }
 }
@@ -340,8 +338,7 @@ impl Lanes {
             changed: Notify::new(),
             made: AtomicU64::new(0),
             ended: AtomicU64::new(0),
-            waits: AtomicU64::new(0),
-            waited_ns: AtomicU64::new(0),
+            waits: Waits::default(),
         }
     }
 
@@ -361,8 +358,8 @@ impl Lanes {
             calls,
             made: self.made.load(Ordering::Relaxed),
             ended: self.ended.load(Ordering::Relaxed),
-            waits: self.waits.load(Ordering::Relaxed),
-            waited: Duration::from_nanos(self.waited_ns.load(Ordering::Relaxed)),
+            waits: self.waits.count(),
+            waited: self.waits.total(),
         }
     }
 

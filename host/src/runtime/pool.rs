@@ -45,10 +45,36 @@ pub(crate) struct Pool {
     /// `max_idle`), since the load: for the metrics.
     pub(crate) made: AtomicU64,
     discarded: AtomicU64,
-    /// Leases that found every instance busy and waited for a permit, and
-    /// the nanoseconds they waited in all: contention, for the metrics.
-    pub(crate) waits: AtomicU64,
-    pub(crate) waited_ns: AtomicU64,
+    /// Leases that found every instance busy and waited for a permit:
+    /// contention, for the metrics.
+    pub(crate) waits: Waits,
+}
+
+/// Callers that waited (for an instance, or a seat in a shared one) and how
+/// long they waited in all, since the load.
+#[derive(Default)]
+pub(crate) struct Waits {
+    count: AtomicU64,
+    ns: AtomicU64,
+}
+
+impl Waits {
+    /// One wait of `waited`.
+    pub(crate) fn record(&self, waited: std::time::Duration) {
+        let ns = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// The waits so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Their time, in all.
+    pub(crate) fn total(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.ns.load(Ordering::Relaxed))
+    }
 }
 
 /// Which of an adapter's instance budgets a call draws on.
@@ -119,8 +145,7 @@ impl Pool {
             factory,
             made: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
-            waits: AtomicU64::new(0),
-            waited_ns: AtomicU64::new(0),
+            waits: Waits::default(),
         })
     }
 
@@ -260,9 +285,7 @@ impl Pool {
         let started = Instant::now();
         let permit =
             Box::pin(self.wait_for_permit(budget, method, deadline, timeout, cancel)).await;
-        let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.waits.fetch_add(1, Ordering::Relaxed);
-        self.waited_ns.fetch_add(waited, Ordering::Relaxed);
+        self.waits.record(started.elapsed());
         permit
     }
 

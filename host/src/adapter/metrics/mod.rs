@@ -358,10 +358,10 @@ impl State {
             .inc_by(pool.discarded() + lanes_ended);
         self.pool_waits
             .get_or_create(name)
-            .inc_by(pool.waits.load(Relaxed) + lane_waits);
+            .inc_by(pool.waits.count() + lane_waits);
         self.pool_wait
             .get_or_create(name)
-            .inc_by(pool.waited_ns.load(Relaxed) as f64 / 1e9 + lane_waited);
+            .inc_by(pool.waits.total().as_secs_f64() + lane_waited);
         if let Some(u) = shared {
             set(&self.shared_instances.get_or_create(name), u.instances);
             set(&self.shared_calls.get_or_create(name), u.calls);
