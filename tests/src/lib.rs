@@ -34,6 +34,9 @@ pub mod kubernetes_adapter;
 /// The Python Kubernetes adapter (componentize-py) against the test cluster.
 pub mod python_adapter;
 
+/// An adapter's metrics, read as a dashboard reads them.
+pub mod metrics;
+
 /// The fault API server, the throttled identity and etcd compaction, for
 /// the fault tests.
 pub mod faults;

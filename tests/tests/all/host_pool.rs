@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use pando_host::{Adapter, CallContext, CallError, CancellationToken, Limits};
+use pando_tests::metrics::metric;
 use pando_tests::plans::{bundle, plan};
 use pando_tests::test_adapter::{self, calls};
 
@@ -49,17 +50,6 @@ async fn holding(
 /// The adapter's counter `name` (`pando_adapter_instances_<name>_total`).
 fn instances(a: &Adapter, name: &str) -> u64 {
     metric(a, &format!("pando_adapter_instances_{name}_total")) as u64
-}
-
-/// The adapter's value of the metric `name`.
-fn metric(a: &Adapter, name: &str) -> f64 {
-    let metric = format!("{name}{{");
-    let who = format!("adapter=\"{}\"", a.name());
-    let text = a.metrics();
-    text.lines()
-        .filter(|l| l.starts_with(&metric) && l.contains(&who))
-        .find_map(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no {metric} for {who} in:\n{text}"))
 }
 
 /// The call count of the instance that serves this observe, as the test

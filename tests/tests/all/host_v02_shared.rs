@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use pando_host::{CallContext, CallError, CancellationToken, Host, Limits, LoadOptions};
 use pando_tests::components;
+use pando_tests::metrics::metric;
 use pando_tests::plans::{bundle, plan};
 
 fn host(cache: &tempfile::TempDir) -> Host {
@@ -59,16 +60,6 @@ async fn until_seated(adapter: &pando_host::Adapter, calls: u32) -> pando_host::
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("never saw {calls} calls seated; last saw {seen:?}");
-}
-
-/// The value of the metric `name` of the adapter's in its OpenMetrics text
-/// (one adapter is loaded, so its one series).
-fn metric(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix('{'))
-        .and_then(|rest| rest.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in the metrics:\n{text}"))
 }
 
 #[tokio::test]
@@ -123,10 +114,9 @@ async fn calls_beyond_one_instances_seats_go_to_a_second_and_no_further() {
     let usage = until_seated(&adapter, 4).await;
     assert_eq!((usage.instances, usage.made), (2, 2), "{usage:?}");
     // What an operator's dashboard reads: the same, in the metrics.
-    let text = adapter.metrics();
-    assert_eq!(metric(&text, "pando_adapter_shared_instances"), 2.0);
-    assert_eq!(metric(&text, "pando_adapter_shared_calls"), 4.0);
-    assert_eq!(metric(&text, "pando_adapter_instances_made_total"), 2.0);
+    assert_eq!(metric(&adapter, "pando_adapter_shared_instances"), 2.0);
+    assert_eq!(metric(&adapter, "pando_adapter_shared_calls"), 4.0);
+    assert_eq!(metric(&adapter, "pando_adapter_instances_made_total"), 2.0);
     for r in all.await.expect("the calls") {
         r.expect("apply");
     }
@@ -135,18 +125,17 @@ async fn calls_beyond_one_instances_seats_go_to_a_second_and_no_further() {
     // Five callers for four seats: one waited at least (those that found
     // the first instance still being made waited too).
     assert!(after.waits >= 1, "{after:?}");
-    let text = adapter.metrics();
     assert_eq!(
-        metric(&text, "pando_adapter_pool_waits_total"),
+        metric(&adapter, "pando_adapter_pool_waits_total"),
         after.waits as f64,
         "the waits for a seat are the pool's waits in the metrics"
     );
-    assert!(metric(&text, "pando_adapter_pool_wait_seconds_total") > 0.0);
+    assert!(metric(&adapter, "pando_adapter_pool_wait_seconds_total") > 0.0);
     assert_eq!(
-        metric(&text, "pando_adapter_instances_discarded_total"),
+        metric(&adapter, "pando_adapter_instances_discarded_total"),
         after.ended as f64
     );
-    assert_eq!(metric(&text, "pando_adapter_shared_calls"), 0.0);
+    assert_eq!(metric(&adapter, "pando_adapter_shared_calls"), 0.0);
 }
 
 /// A store runs on one thread at a time: calls spread over one instance per
@@ -285,10 +274,7 @@ async fn a_trap_in_one_call_fails_the_calls_sharing_its_instance_naming_the_shar
         "{usage:?}"
     );
     assert_eq!(
-        metric(
-            &adapter.metrics(),
-            "pando_adapter_instances_discarded_total"
-        ),
+        metric(&adapter, "pando_adapter_instances_discarded_total"),
         1.0
     );
 }
