@@ -2,21 +2,17 @@
 //! how much of a call's wall time was the host's own work and how much was
 //! waiting (for the API server, for a wake-up).
 
-/// CPU time of all this process's threads so far: the sum of the first
-/// field (time on a CPU, ns) of /proc/self/task/*/schedstat. Threads that
-/// have exited are not counted, which the bench's threads never do while
-/// it measures. Zero without procfs.
+/// CPU time of all this process's threads so far, in nanoseconds
+/// (`CLOCK_PROCESS_CPUTIME_ID`). The kernel keeps the time of threads that
+/// have exited in it, so it never goes back when a thread ends between two
+/// readings — the runtime's blocking threads end after ten idle seconds,
+/// which a sum over /proc/self/task/*/schedstat did not survive.
 pub fn process_ns() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(|t| {
-            let path = t.ok()?.path().join("schedstat");
-            let text = std::fs::read_to_string(path).ok()?;
-            text.split_whitespace().next()?.parse::<u64>().ok()
-        })
-        .sum()
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    u64::try_from(t.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(t.tv_nsec).unwrap_or(0))
 }
 
 /// The `cpu` line of /proc/stat: all cores' jiffies (USER_HZ) so far, and
@@ -56,5 +52,31 @@ mod tests {
         }
         std::hint::black_box(x);
         assert!(super::process_ns() > before);
+    }
+
+    fn burn() {
+        let mut x = 0u64;
+        for i in 0..5_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(std::hint::black_box(i));
+        }
+        std::hint::black_box(x);
+    }
+
+    /// The quick bench's `versions` died on `process_ns() - before` when a
+    /// runtime thread ended between the two readings.
+    #[test]
+    fn cpu_time_keeps_what_an_ended_thread_used() {
+        let (worked, wait) = std::sync::mpsc::channel();
+        let (go, ended) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            burn();
+            let _ = worked.send(());
+            let _ = ended.recv();
+        });
+        wait.recv().ok();
+        let before = super::process_ns();
+        drop(go);
+        thread.join().ok();
+        assert!(super::process_ns() >= before);
     }
 }
