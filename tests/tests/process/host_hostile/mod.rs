@@ -321,17 +321,29 @@ async fn a_log_flood_is_stopped_at_its_deadline_and_the_neighbour_keeps_answerin
     // the bucket has refilled by then) tells what the flood's last notice
     // did not, so every record of the flood is either logged or counted.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let (lines_mid, notices_mid, _) = counts();
+    let (lines_mid, notices_mid, dropped_mid) = counts();
+    // On a loaded machine the flood can run slowly enough that the bucket
+    // refills before its last records: then the flood's last notice told
+    // every drop, and nothing is left for the next record to tell.
+    let pending = passed + (dropped_mid - dropped_before) < 40_000;
     budgeted
         .apply(&ctx(Duration::from_secs(60)), &plan("log-flood-1", &[]))
         .await
         .expect("one more record");
     let (lines_after, notices_after, dropped_after) = counts();
-    assert_eq!(
-        (lines_after - lines_mid, notices_after - notices_mid),
-        (3, 1),
-        "the notice, then the record and the stderr line"
-    );
+    if pending {
+        assert_eq!(
+            (lines_after - lines_mid, notices_after - notices_mid),
+            (3, 1),
+            "the notice, then the record and the stderr line"
+        );
+    } else {
+        assert_eq!(
+            (lines_after - lines_mid, notices_after - notices_mid),
+            (2, 0),
+            "every drop was told: the record and the stderr line, no notice"
+        );
+    }
     assert!(
         notices_after - notices_before >= 1,
         "a WARN notice tells the dropped count"
