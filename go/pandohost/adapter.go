@@ -187,11 +187,9 @@ func (a *Adapter) SnapshotVolume(ctx context.Context, h api.VolumeHandle, dst io
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := rpc.SnapshotVolume(ctx, toPBVolumeHandle(h))
-	if err != nil {
-		return a.callError(ctx, "snapshot-volume", err)
-	}
-	recvErr, writeErr := copyChunks(stream.Recv, dst)
+	recvErr, writeErr := a.download(ctx, func(ctx context.Context) (chunkStream, error) {
+		return rpc.SnapshotVolume(ctx, toPBVolumeHandle(h))
+	}, dst)
 	if writeErr != nil {
 		return fmt.Errorf("snapshot-volume: writing the archive: %w", writeErr)
 	}
@@ -207,27 +205,25 @@ func (a *Adapter) RestoreVolume(ctx context.Context, h api.VolumeHandle, src io.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := rpc.RestoreVolume(ctx)
+	ch := a.p.openChannel()
+	stream, err := rpc.RestoreVolume(ch.outgoing(ctx))
 	if err != nil {
+		ch.close()
 		return a.callError(ctx, "restore-volume", err)
 	}
 	first := &pb.RestoreVolumeRequest{Part: &pb.RestoreVolumeRequest_Volume{Volume: toPBVolumeHandle(h)}}
 	if err := stream.Send(first); err != nil {
+		ch.close()
 		_, err = stream.CloseAndRecv()
 		return a.callError(ctx, "restore-volume", err)
 	}
-	readErr := sendChunks(src, func(data []byte) error {
+	// A failed read cancels the call, which leaves the volume as it was.
+	readErr, err := ch.upload(stream, cancel, src, func(data []byte) error {
 		return stream.Send(&pb.RestoreVolumeRequest{Part: &pb.RestoreVolumeRequest_Data{Data: data}})
-	})
+	}, new(pb.RestoreVolumeResponse))
 	if readErr != nil {
-		// Cancelling makes the host fail the restore, which leaves the
-		// volume as it was.
-		cancel()
 		return fmt.Errorf("restore-volume: reading the archive: %w", readErr)
 	}
-	// Whether all was sent or the server ended the call early, its status
-	// says how it went.
-	_, err = stream.CloseAndRecv()
 	return a.callError(ctx, "restore-volume", err)
 }
 
@@ -252,16 +248,19 @@ func (a *Adapter) ImportImage(ctx context.Context, src io.Reader) (string, error
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := rpc.ImportImage(ctx)
+	ch := a.p.openChannel()
+	stream, err := rpc.ImportImage(ch.outgoing(ctx))
 	if err != nil {
+		ch.close()
 		return "", a.callError(ctx, "import-image", err)
 	}
-	readErr := sendChunks(src, func(data []byte) error { return stream.Send(&pb.Chunk{Data: data}) })
+	var m pb.ImportImageResponse
+	readErr, err := ch.upload(stream, cancel, src, func(data []byte) error {
+		return stream.Send(&pb.Chunk{Data: data})
+	}, &m)
 	if readErr != nil {
-		cancel()
 		return "", fmt.Errorf("import-image: reading the image: %w", readErr)
 	}
-	m, err := stream.CloseAndRecv()
 	if err != nil {
 		return "", a.callError(ctx, "import-image", err)
 	}
@@ -334,17 +333,32 @@ func (a *Adapter) Logs(ctx context.Context, ref api.WorkloadRef, opts api.LogOpt
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := rpc.Logs(ctx, &pb.LogsRequest{Workload: toPBWorkloadRef(ref), Options: toPBLogOptions(opts)})
+	ch := a.p.openChannel()
+	callCtx := ctx
+	if ch != nil {
+		callCtx = ch.outgoing(ctx)
+	}
+	stream, err := rpc.Logs(callCtx, &pb.LogsRequest{Workload: toPBWorkloadRef(ref), Options: toPBLogOptions(opts)})
+	if err == nil {
+		// A log that cannot be read fails here, not at the first Read.
+		err = opened(stream)
+	}
 	if err != nil {
+		if ch != nil {
+			ch.close()
+		}
 		err = a.callError(ctx, "logs", err)
 		cancel()
 		return nil, err
 	}
-	// A log that cannot be read fails here, not at the first Read.
-	if err := opened(stream); err != nil {
-		err = a.callError(ctx, "logs", err)
-		cancel()
-		return nil, err
+	fail := func(err error) error { return a.callError(ctx, "logs", err) }
+	if ch != nil {
+		conn, ended, err := ch.connected(stream.Recv)
+		if err != nil {
+			cancel()
+			return nil, fail(err)
+		}
+		return &channelReader{conn: conn, ended: ended, cancel: cancel, fail: fail}, nil
 	}
 	return &chunkReader{recv: func() ([]byte, error) {
 		c, err := stream.Recv()
@@ -352,7 +366,7 @@ func (a *Adapter) Logs(ctx context.Context, ref api.WorkloadRef, opts api.LogOpt
 			return nil, err
 		}
 		return c.GetData(), nil
-	}, cancel: cancel, fail: func(err error) error { return a.callError(ctx, "logs", err) }}, nil
+	}, cancel: cancel, fail: fail}, nil
 }
 
 // chunkReader reads a server stream of chunks as bytes.
@@ -400,15 +414,13 @@ func (a *Adapter) Run(ctx context.Context, ref api.WorkloadRef, req api.RunReque
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := rpc.Run(ctx, &pb.RunCallRequest{Workload: toPBWorkloadRef(ref), Request: toPBRunRequest(req)})
-	if err != nil {
-		return a.callError(ctx, "run", err)
-	}
 	out := req.Stdout
 	if out == nil {
 		out = io.Discard
 	}
-	recvErr, writeErr := copyChunks(stream.Recv, out)
+	recvErr, writeErr := a.download(ctx, func(ctx context.Context) (chunkStream, error) {
+		return rpc.Run(ctx, &pb.RunCallRequest{Workload: toPBWorkloadRef(ref), Request: toPBRunRequest(req)})
+	}, out)
 	if writeErr != nil {
 		return fmt.Errorf("run: writing stdout: %w", writeErr)
 	}

@@ -17,3 +17,6 @@ func KillPluginForTest(a *Adapter) error {
 	}
 	return syscall.Kill(cfg.Pid, syscall.SIGKILL)
 }
+
+// ByteChannelsForTest is how many byte channels the plugin connected.
+func ByteChannelsForTest(a *Adapter) int64 { return a.p.channelsUsed.Load() }

@@ -193,15 +193,7 @@ func TestAnAppThroughItsWholeLife(t *testing.T) {
 	})
 
 	ref := api.WorkloadRef{Bundle: id, Workload: "app"}
-	logs, err := a.Logs(ctx, ref, api.LogOptions{})
-	if err != nil {
-		t.Fatalf("logs: %v", err)
-	}
-	text, err := io.ReadAll(logs)
-	_ = logs.Close()
-	if err != nil || !strings.Contains(string(text), "started-"+word) {
-		t.Fatalf("logs %q (%v): want the workload's own line", text, err)
-	}
+	logHolds(t, ctx, a, ref, "started-"+word, "logs")
 
 	// exec with stdin: what goes in comes back.
 	session, err := a.Exec(ctx, ref, api.ExecRequest{Command: []string{"cat"}, Stdin: true})
@@ -245,8 +237,18 @@ func TestAnAppThroughItsWholeLife(t *testing.T) {
 	if archive.Len() == 0 {
 		t.Fatal("the snapshot is empty")
 	}
+	// The bytes above came on byte channels; the same bytes come as gRPC
+	// chunks from a plugin told not to use them.
+	if n := pandohost.ByteChannelsForTest(a); n != 4 {
+		t.Fatalf("%d byte channels connected for a log, 2 runs and a snapshot: want 4", n)
+	}
+	chunked := bytesTheSameAsChunks(t, ctx, ref, vol, word, archive.Len())
 	if err := a.Run(ctx, ref, api.RunRequest{Command: []string{"sh", "-c", "echo changed > /data/file"}}); err != nil {
 		t.Fatalf("changing the volume: %v", err)
+	}
+	var changed bytes.Buffer
+	if err := chunked.SnapshotVolume(ctx, vol, &changed); err != nil {
+		t.Fatalf("snapshot of the changed volume, as chunks: %v", err)
 	}
 	if err := a.Stop(ctx, api.BundleRef{ID: id}); err != nil {
 		t.Fatalf("stop: %v", err)
@@ -261,6 +263,34 @@ func TestAnAppThroughItsWholeLife(t *testing.T) {
 	if !bytes.Contains(again.Bytes(), []byte(word)) || bytes.Contains(again.Bytes(), []byte("changed")) {
 		t.Fatal("the restored volume does not hold what the snapshot did")
 	}
+	if n := pandohost.ByteChannelsForTest(a); n != 7 {
+		t.Fatalf("%d byte channels connected, with the change's run, a restore and a snapshot: want 7", n)
+	}
+	// A restore whose archive fails half-way changes nothing: the call is
+	// cancelled before its byte channel closes, so the server never takes
+	// the short archive for a whole one.
+	half := io.MultiReader(bytes.NewReader(changed.Bytes()[:changed.Len()/2]), failingReader{})
+	if err := a.RestoreVolume(ctx, vol, half); err == nil || !strings.Contains(err.Error(), "reading the archive") {
+		t.Fatalf("a restore from an archive that failed half-way: want its read error, got %v", err)
+	}
+	again.Reset()
+	if err := a.SnapshotVolume(ctx, vol, &again); err != nil {
+		t.Fatalf("snapshot after the failed restore: %v", err)
+	}
+	if !bytes.Contains(again.Bytes(), []byte(word)) || bytes.Contains(again.Bytes(), []byte("changed")) {
+		t.Fatal("a restore that failed half-way changed the volume")
+	}
+	// The restore as chunks: back to the changed volume.
+	if err := chunked.RestoreVolume(ctx, vol, bytes.NewReader(changed.Bytes())); err != nil {
+		t.Fatalf("restore as chunks: %v", err)
+	}
+	again.Reset()
+	if err := a.SnapshotVolume(ctx, vol, &again); err != nil {
+		t.Fatalf("snapshot after the restore as chunks: %v", err)
+	}
+	if !bytes.Contains(again.Bytes(), []byte("changed")) || bytes.Contains(again.Bytes(), []byte(word)) {
+		t.Fatal("the volume restored as chunks does not hold what that snapshot did")
+	}
 
 	if err := a.Destroy(ctx, api.BundleRef{ID: id}, api.DestroyOptions{KeepVolumes: false}); err != nil {
 		t.Fatalf("destroy: %v", err)
@@ -269,6 +299,53 @@ func TestAnAppThroughItsWholeLife(t *testing.T) {
 	if err := <-watched; err != nil {
 		t.Fatalf("the watch, cancelled, should return nil: %v", err)
 	}
+}
+
+// logHolds reads the workload's whole log and fails the test unless it
+// holds line.
+func logHolds(t *testing.T, ctx context.Context, a *pandohost.Adapter, ref api.WorkloadRef, line, what string) {
+	t.Helper()
+	logs, err := a.Logs(ctx, ref, api.LogOptions{})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	text, err := io.ReadAll(logs)
+	_ = logs.Close()
+	if err != nil || !strings.Contains(string(text), line) {
+		t.Fatalf("%s %q (%v): want the workload's own line", what, text, err)
+	}
+}
+
+// failingReader fails every read, as a cut upload would.
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("the upload was cut") }
+
+// bytesTheSameAsChunks reads the log, a run's stdout and the volume's
+// snapshot through a plugin with byte channels off: what the channels
+// carried, as chunks. That plugin's adapter, for more.
+func bytesTheSameAsChunks(t *testing.T, ctx context.Context, ref api.WorkloadRef, vol api.VolumeHandle, word string, snapshotLen int) *pandohost.Adapter {
+	t.Helper()
+	cfg := env(t)
+	cfg.NoByteChannels = true
+	a := load(t, cfg)
+	logHolds(t, ctx, a, ref, "started-"+word, "logs as chunks")
+	var out bytes.Buffer
+	err := a.Run(ctx, ref, api.RunRequest{Command: []string{"cat", "/data/file"}, Stdout: &out})
+	if err != nil || out.String() != word {
+		t.Fatalf("run as chunks: %q, %v", out.String(), err)
+	}
+	var archive bytes.Buffer
+	if err := a.SnapshotVolume(ctx, vol, &archive); err != nil {
+		t.Fatalf("snapshot as chunks: %v", err)
+	}
+	if archive.Len() != snapshotLen || !bytes.Contains(archive.Bytes(), []byte(word)) {
+		t.Fatalf("the snapshot as chunks: %d bytes, want %d holding the volume's file", archive.Len(), snapshotLen)
+	}
+	if n := pandohost.ByteChannelsForTest(a); n != 0 {
+		t.Fatalf("%d byte channels connected with NoByteChannels set", n)
+	}
+	return a
 }
 
 func TestNotFoundArrivesAsTheContractsError(t *testing.T) {

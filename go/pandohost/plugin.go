@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -54,6 +55,9 @@ type Config struct {
 	// StartTimeout bounds a start, compiling the component included (a
 	// first compile takes seconds); zero is two minutes.
 	StartTimeout time.Duration
+	// NoByteChannels sends snapshots, logs and run output as gRPC chunks
+	// rather than on a socket of their own beside the call (channel.go).
+	NoByteChannels bool
 }
 
 // PluginConfig is one pando-host serve process serving several adapters,
@@ -66,17 +70,19 @@ type PluginConfig struct {
 	// what to load is read (Component, Digest, Grants, Config, Limits,
 	// Kubeconfig, Context); the process's settings are these.
 	Adapters map[string]Config
-	// CacheDir, Env, Logger and StartTimeout are as in Config.
-	CacheDir     string
-	Env          []string
-	Logger       hclog.Logger
-	StartTimeout time.Duration
+	// CacheDir, Env, Logger, StartTimeout and NoByteChannels are as in
+	// Config.
+	CacheDir       string
+	Env            []string
+	Logger         hclog.Logger
+	StartTimeout   time.Duration
+	NoByteChannels bool
 }
 
 func (c Config) plugin() PluginConfig {
 	return PluginConfig{
 		PandoHost: c.PandoHost, Adapters: map[string]Config{"": c}, CacheDir: c.CacheDir,
-		Env: c.Env, Logger: c.Logger, StartTimeout: c.StartTimeout,
+		Env: c.Env, Logger: c.Logger, StartTimeout: c.StartTimeout, NoByteChannels: c.NoByteChannels,
 	}
 }
 
@@ -172,6 +178,11 @@ type Plugin struct {
 	client   *plugin.Client
 	protocol plugin.ClientProtocol
 	rpc      pb.AdapterClient
+	// sockDir is the directory of the plugin's socket, where byte
+	// channels are made.
+	sockDir string
+	// channelsUsed counts the byte channels the plugin connected.
+	channelsUsed atomic.Int64
 }
 
 // Start starts pando-host serve with the adapters and returns once all are
@@ -314,6 +325,10 @@ func (p *Plugin) conn(_ context.Context) (pb.AdapterClient, error) {
 		return nil, &PluginError{Op: "dispensing the adapter", Err: errors.New("not an adapter client")}
 	}
 	p.client, p.protocol, p.rpc = client, protocol, rpc
+	p.sockDir = ""
+	if rc := client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
+		p.sockDir = filepath.Dir(rc.Addr.String())
+	}
 	return rpc, nil
 }
 

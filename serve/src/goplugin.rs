@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use crate::call::Adapters;
+use crate::channel::Channels;
 use crate::pb;
 use crate::pb::plugin;
 use crate::service::AdapterService;
@@ -167,9 +168,11 @@ pub async fn serve(adapters: Adapters, version: u32) -> Result<(), ServeError> {
             stop: stop.clone(),
         }))
         .add_service(
-            pb::adapter_server::AdapterServer::new(AdapterService::new(adapters))
-                .max_decoding_message_size(64 << 20)
-                .max_encoding_message_size(64 << 20),
+            pb::adapter_server::AdapterServer::new(
+                AdapterService::new(adapters).with_channels(Channels::in_dir(dir.clone())),
+            )
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(64 << 20),
         )
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stop.cancelled_owned())
         .await?;

@@ -4,11 +4,13 @@
 //! - `goplugin`: the protocol: cookie, version, socket, handshake line, the
 //!   services go-plugin's client calls, stopping.
 //! - `service`: the contract's `Adapter` service over the host's API, with
-//!   `call` (which adapter, deadline, cancellation), `streams` and `exec`.
+//!   `call` (which adapter, deadline, cancellation), `streams` and `exec`;
+//!   `channel`: a bulk stream's bytes on a socket of their own.
 //! - `convert` and `status`: messages to the host's types and back, and a
 //!   failed call as a gRPC status carrying the contract's error.
 
 pub mod call;
+pub mod channel;
 pub mod convert;
 mod exec;
 pub mod goplugin;

@@ -1,6 +1,7 @@
 //! The `Adapter` gRPC service: each call converts its request, runs the
 //! host's call (`call::run`) and converts the answer. Streams of bytes
-//! travel as `Chunk`s; `streams` holds the plumbing.
+//! travel as `Chunk`s, or on a byte channel when the client asks for one
+//! (`channel`); `streams` holds the plumbing.
 
 use std::pin::Pin;
 
@@ -9,6 +10,7 @@ use pando_host::types as h;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::call::{self, Adapters};
+use crate::channel::Channels;
 use crate::pb;
 use crate::pb::adapter_server::Adapter as Service;
 use crate::status;
@@ -21,12 +23,22 @@ pub type Out<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>
 #[derive(Debug, Clone)]
 pub struct AdapterService {
     adapters: Adapters,
+    channels: Channels,
 }
 
 impl AdapterService {
-    /// Serves these adapters.
+    /// Serves these adapters, streams of bytes as `Chunk`s only.
     pub fn new(adapters: Adapters) -> Self {
-        AdapterService { adapters }
+        AdapterService {
+            adapters,
+            channels: Channels::default(),
+        }
+    }
+
+    /// Streams of bytes also on the byte channels clients make in `dir`.
+    pub fn with_channels(mut self, channels: Channels) -> Self {
+        self.channels = channels;
+        self
     }
 }
 
@@ -205,8 +217,10 @@ impl Service for AdapterService {
         let v: h::VolumeHandle = conv(request.get_ref().clone())?;
         let a = self.adapters.pick(request.metadata())?.clone();
         let ctx = call::context(request.metadata(), true);
+        let channel = self.channels.open(request.metadata()).await?;
         Ok(Response::new(streams::writer_call(
             ctx,
+            channel,
             move |ctx, w| async move { a.snapshot_volume(&ctx, &v, w).await.map(|_| ()) },
         )))
     }
@@ -217,6 +231,7 @@ impl Service for AdapterService {
     ) -> Result<Response<pb::RestoreVolumeResponse>, Status> {
         let a = self.adapters.pick(request.metadata())?.clone();
         let ctx = call::context(request.metadata(), true);
+        let channel = self.channels.open(request.metadata()).await?;
         let mut incoming = request.into_inner();
         let first = incoming.message().await?;
         let volume: h::VolumeHandle = match first.and_then(|m| m.part) {
@@ -227,9 +242,11 @@ impl Service for AdapterService {
                 )));
             }
         };
-        let reader = streams::reader(incoming, |m: pb::RestoreVolumeRequest| match m.part {
-            Some(pb::restore_volume_request::Part::Data(d)) => Ok(d),
-            _ => Err("a RestoreVolume message after the first carries data only".to_string()),
+        let reader = streams::reader(incoming, channel, |m: pb::RestoreVolumeRequest| {
+            match m.part {
+                Some(pb::restore_volume_request::Part::Data(d)) => Ok(d),
+                _ => Err("a RestoreVolume message after the first carries data only".to_string()),
+            }
         });
         call::run(ctx, move |ctx| async move {
             a.restore_volume(&ctx, &volume, reader).await
@@ -253,7 +270,8 @@ impl Service for AdapterService {
     ) -> Result<Response<pb::ImportImageResponse>, Status> {
         let a = self.adapters.pick(request.metadata())?.clone();
         let ctx = call::context(request.metadata(), true);
-        let reader = streams::reader(request.into_inner(), |c: pb::Chunk| Ok(c.data));
+        let channel = self.channels.open(request.metadata()).await?;
+        let reader = streams::reader(request.into_inner(), channel, |c: pb::Chunk| Ok(c.data));
         let image = call::run(
             ctx,
             move |ctx| async move { a.import_image(&ctx, reader).await },
@@ -276,7 +294,8 @@ impl Service for AdapterService {
         let stream = unary!(self, request, true, |a, ctx| {
             a.logs(&ctx, &workload, &options).await
         })?;
-        Ok(opened(Response::new(streams::bytes(stream))))
+        let channel = self.channels.open(request.metadata()).await?;
+        Ok(opened(Response::new(streams::bytes(stream, channel))))
     }
 
     type ExecStream = Out<pb::ExecServerMessage>;
@@ -304,8 +323,10 @@ impl Service for AdapterService {
         let run: h::RunRequest = req(m.request, "RunCallRequest.request")?;
         let a = self.adapters.pick(request.metadata())?.clone();
         let ctx = call::context(request.metadata(), true);
+        let channel = self.channels.open(request.metadata()).await?;
         Ok(Response::new(streams::writer_call(
             ctx,
+            channel,
             move |ctx, w| async move { a.run(&ctx, &workload, &run, w).await.map(|_| ()) },
         )))
     }

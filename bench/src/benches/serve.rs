@@ -18,6 +18,10 @@
 //! - A snapshot: the Kubernetes adapter's `snapshot_volume` of the
 //!   snapshot benchmark's volume into a counting sink; one untimed round
 //!   first, as there.
+//!
+//! The log and the snapshot come on byte channels (docs/go.md); each also
+//! has a row "as gRPC chunks" from a second plugin with the channels off,
+//! in the same rounds, so the two transports are compared in one sitting.
 
 use std::path::Path;
 use std::time::Instant;
@@ -141,78 +145,109 @@ pub async fn run(quick: bool) -> Result<Bench> {
         &here_us,
     ));
 
-    // The log.
-    let (mut go_mibps, mut here_mibps) = (Vec::new(), Vec::new());
+    // The log: on a byte channel, and as gRPC chunks (a plugin with the
+    // channels off), each against the same read in process.
+    let (mut go_mibps, mut chunk_mibps, mut here_mibps) = (Vec::new(), Vec::new(), Vec::new());
     let log_mib = log_size as f64 / f64::from(1 << 20);
     for _ in 0..rounds {
-        let a = go
-            .ask(&format!("logs probe {} {pod} {log_size}", logs::NAMESPACE))
-            .await?;
-        ensure!(
-            a.bytes == log_size,
-            "Go read {} of {log_size} bytes",
-            a.bytes
-        );
-        go_mibps.push(log_mib / (a.ns as f64 / 1e9));
+        for (name, into) in [("probe", &mut go_mibps), ("probe-chunks", &mut chunk_mibps)] {
+            let a = go
+                .ask(&format!("logs {name} {} {pod} {log_size}", logs::NAMESPACE))
+                .await?;
+            ensure!(
+                a.bytes == log_size,
+                "Go read {} of {log_size} bytes ({name})",
+                a.bytes
+            );
+            into.push(log_mib / (a.ns as f64 / 1e9));
+        }
         let t = logs::host_read(&probe, pod, log_size).await?;
         here_mibps.push(log_mib / t.as_secs_f64());
     }
+    let log_row = format!("{} MiB log", log_size >> 20);
     bench.rows.push(at_least_90(Row::new(
-        &format!("{} MiB log", log_size >> 20),
+        &log_row,
         Unit::MibPerS,
         &go_mibps,
         &here_mibps,
     )));
+    bench.rows.push(
+        Row::new(
+            &format!("{log_row}, as gRPC chunks"),
+            Unit::MibPerS,
+            &chunk_mibps,
+            &here_mibps,
+        )
+        .extra("what", CHUNKS_ROW),
+    );
 
-    // The snapshot; round 0 untimed (the namespace's first helper pod).
-    let (mut go_mibps, mut here_mibps) = (Vec::new(), Vec::new());
+    // The snapshot, on a byte channel and as gRPC chunks; round 0 untimed
+    // (the namespace's first helper pod).
+    let (mut go_mibps, mut chunk_mibps, mut here_mibps) = (Vec::new(), Vec::new(), Vec::new());
     // The machine's CPU time during each side's timed rounds: the snapshot
     // keeps both cores busy (the helper's tar, the API server, KWOK, the
     // guest), so what the hop costs in CPU shows up as throughput.
-    let (mut go_cpu, mut here_cpu, mut tar_bytes) = (0u64, 0u64, 0u64);
+    let (mut go_cpu, mut chunk_cpu, mut here_cpu, mut tar_bytes) = (0u64, 0u64, 0u64, 0u64);
     for round in 0..=rounds {
-        let c0 = cpu::machine_busy_ns();
-        let a = go
-            .ask(&format!("snapshot kube {} {}", handle.bundle, handle.name))
-            .await?;
+        let mut served = Vec::new();
+        for name in ["kube", "kube-chunks"] {
+            let c0 = cpu::machine_busy_ns();
+            let a = go
+                .ask(&format!(
+                    "snapshot {name} {} {}",
+                    handle.bundle, handle.name
+                ))
+                .await?;
+            served.push((a, cpu::machine_busy_ns() - c0));
+        }
         let c1 = cpu::machine_busy_ns();
         let t = Instant::now();
         let n = kubernetes
             .snapshot_volume(&call_ctx(), &handle, tokio::io::sink())
             .await?;
         let here = t.elapsed();
-        if round > 0 {
-            go_cpu += c1 - c0;
-            here_cpu += cpu::machine_busy_ns() - c1;
-            tar_bytes += n;
-        }
         ensure!(
             n > size,
             "the snapshot was {n} bytes, the volume holds {size}"
         );
-        ensure!(a.bytes == n, "Go read {} bytes, in process {n}", a.bytes);
+        for (a, _) in &served {
+            ensure!(a.bytes == n, "Go read {} bytes, in process {n}", a.bytes);
+        }
         if round > 0 {
+            here_cpu += cpu::machine_busy_ns() - c1;
+            tar_bytes += n;
             let tar_mib = n as f64 / f64::from(1 << 20);
-            go_mibps.push(tar_mib / (a.ns as f64 / 1e9));
+            for ((a, c), (mibps, cpu)) in served.iter().zip([
+                (&mut go_mibps, &mut go_cpu),
+                (&mut chunk_mibps, &mut chunk_cpu),
+            ]) {
+                mibps.push(tar_mib / (a.ns as f64 / 1e9));
+                *cpu += c;
+            }
             here_mibps.push(tar_mib / here.as_secs_f64());
         }
     }
     let per_mib = |ns: u64| ns as f64 / 1e6 / (tar_bytes as f64 / f64::from(1 << 20));
+    let snap_row = format!("{mib} MiB volume snapshot, whole call");
     bench.rows.push(
-        at_least_90(Row::new(
-            &format!("{mib} MiB volume snapshot, whole call"),
-            Unit::MibPerS,
-            &go_mibps,
-            &here_mibps,
-        ))
-        .extra(
+        at_least_90(Row::new(&snap_row, Unit::MibPerS, &go_mibps, &here_mibps)).extra(
             "machine CPU per MiB (all processes, both cores)",
             format!(
-                "through serve {:.2} ms, in process {:.2} ms",
+                "through serve {:.2} ms (as gRPC chunks {:.2} ms), in process {:.2} ms",
                 per_mib(go_cpu),
+                per_mib(chunk_cpu),
                 per_mib(here_cpu)
             ),
         ),
+    );
+    bench.rows.push(
+        Row::new(
+            &format!("{snap_row}, as gRPC chunks"),
+            Unit::MibPerS,
+            &chunk_mibps,
+            &here_mibps,
+        )
+        .extra("what", CHUNKS_ROW),
     );
 
     go.stop().await?;
@@ -224,6 +259,11 @@ pub async fn run(quick: bool) -> Result<Bench> {
     super::delete_namespace(&mut bench, admin, &volume_ns).await;
     Ok(bench)
 }
+
+/// What the rows "as gRPC chunks" are.
+const CHUNKS_ROW: &str = "the same stream from a second pando-host serve with byte channels off \
+     (NoByteChannels): its bytes in gRPC Chunk messages, as before the channels; no target, \
+     the row above holds it";
 
 /// The adapters' files for the Go side, the in-process loads' equals:
 /// the Kubernetes adapter unbudgeted, kube-probe with the probe's grants.
