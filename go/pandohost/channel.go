@@ -163,7 +163,10 @@ func (a *Adapter) download(ctx context.Context, call func(context.Context) (chun
 	}
 	defer conn.Close()
 	w := &watchedWriter{w: dst}
-	if _, err := io.Copy(w, conn); w.err != nil {
+	// Each read takes all the socket holds (its buffer is some hundreds of
+	// KiB), so the server is woken to write on once per buffer rather than
+	// once per io.Copy's 32 KiB.
+	if _, err := io.CopyBuffer(w, conn, make([]byte, 1<<20)); w.err != nil {
 		return nil, w.err
 	} else if err != nil {
 		// The socket broke: the call's status says why.
