@@ -334,19 +334,13 @@ func (a *Adapter) Logs(ctx context.Context, ref api.WorkloadRef, opts api.LogOpt
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	ch := a.p.openChannel()
-	callCtx := ctx
-	if ch != nil {
-		callCtx = ch.outgoing(ctx)
-	}
-	stream, err := rpc.Logs(callCtx, &pb.LogsRequest{Workload: toPBWorkloadRef(ref), Options: toPBLogOptions(opts)})
+	stream, err := rpc.Logs(ch.outgoing(ctx), &pb.LogsRequest{Workload: toPBWorkloadRef(ref), Options: toPBLogOptions(opts)})
 	if err == nil {
 		// A log that cannot be read fails here, not at the first Read.
 		err = opened(stream)
 	}
 	if err != nil {
-		if ch != nil {
-			ch.close()
-		}
+		ch.close()
 		err = a.callError(ctx, "logs", err)
 		cancel()
 		return nil, err

@@ -17,14 +17,15 @@ import (
 )
 
 // A byte channel carries a bulk stream's bytes (a snapshot, a log, a run's
-// stdout) on a unix socket of its own beside the gRPC call, as go-plugin's
+// stdout, a restore's archive, an image) on a unix socket of its own beside the gRPC call, as go-plugin's
 // broker gives plugins extra connections: the bytes skip HTTP/2's 16 KiB
 // frames and protobuf, which cost a snapshot a fifth more CPU per MiB. The
 // client listens at NAME.sock in the plugin's own socket directory (which
 // only this user may add to), names it in the pando-channel header, and the
 // plugin connects. The plugin writes every byte and closes its side before
 // it ends the call, so end-of-file on the socket is never success by
-// itself: the call's status says whether the bytes are whole.
+// itself: the call's status says whether the bytes are whole (and the other
+// way, upload's word on the gRPC stream says so to the plugin).
 type byteChannel struct {
 	l    *net.UnixListener
 	name string
@@ -72,21 +73,37 @@ func (c *byteChannel) close() {
 	}
 }
 
+// accepted is the listener's one connection, or why there is none.
+type accepted struct {
+	conn net.Conn
+	err  error
+}
+
+// accepting accepts the plugin's one connection in the background. When
+// the call ends without it, abandon closes a connection the listener takes
+// all the same (the listener itself is closed by the caller's close).
+func (c *byteChannel) accepting() (acc <-chan accepted, abandon func()) {
+	ch := make(chan accepted, 1)
+	go func() {
+		conn, err := c.l.Accept()
+		ch <- accepted{conn, err}
+	}()
+	return ch, func() {
+		go func() {
+			if a := <-ch; a.conn != nil {
+				a.conn.Close()
+			}
+		}()
+	}
+}
+
 // connected waits for the plugin to connect, while the call's stream
 // (drained by recv, which only ends it) runs: the connection and a channel
 // that gives the call's end once the bytes are read (nil for success), or
 // the call's failure when it ended without connecting.
 func (c *byteChannel) connected(recv func() (*pb.Chunk, error)) (net.Conn, <-chan error, error) {
 	defer c.close()
-	type accepted struct {
-		conn net.Conn
-		err  error
-	}
-	acc := make(chan accepted, 1)
-	go func() {
-		conn, err := c.l.Accept()
-		acc <- accepted{conn, err}
-	}()
+	acc, abandon := c.accepting()
 	ended := make(chan error, 1)
 	go func() { ended <- drain(recv) }()
 	select {
@@ -101,13 +118,7 @@ func (c *byteChannel) connected(recv func() (*pb.Chunk, error)) (net.Conn, <-cha
 		return a.conn, ended, nil
 	case err := <-ended:
 		if err != nil {
-			// The listener closed by the deferred close ends the Accept;
-			// a connection it had already taken is closed here.
-			go func() {
-				if a := <-acc; a.conn != nil {
-					a.conn.Close()
-				}
-			}()
+			abandon()
 			return nil, nil, err
 		}
 		// A call ends well only after it connected and wrote its bytes:
@@ -145,17 +156,13 @@ func drain(recv func() (*pb.Chunk, error)) error {
 // stream's chunks. recvErr is the call's failure, writeErr dst's.
 func (a *Adapter) download(ctx context.Context, call func(context.Context) (chunkStream, error), dst io.Writer) (recvErr, writeErr error) {
 	ch := a.p.openChannel()
-	if ch == nil {
-		stream, err := call(ctx)
-		if err != nil {
-			return err, nil
-		}
-		return copyChunks(stream.Recv, dst)
-	}
 	stream, err := call(ch.outgoing(ctx))
 	if err != nil {
 		ch.close()
 		return err, nil
+	}
+	if ch == nil {
+		return copyChunks(stream.Recv, dst)
 	}
 	conn, ended, err := ch.connected(stream.Recv)
 	if err != nil {
@@ -240,8 +247,9 @@ type sender interface {
 
 // upload sends src, the rest of a call that streams to the server, and
 // reads the call's answer into reply: on the byte channel c, then a chunk
-// of no bytes to say they are whole; else as chunks sent by chunk. readErr is src's failure — the call is cancelled
-// first, so the server takes nothing short for whole — callErr the call's.
+// of no bytes to say they are whole; else as chunks sent by chunk. readErr
+// is src's failure — the call is cancelled first, so the server takes
+// nothing short for whole — callErr the call's.
 func (c *byteChannel) upload(s sender, cancel context.CancelFunc, src io.Reader, chunk func([]byte) error, reply any) (readErr, callErr error) {
 	if c == nil {
 		if err := sendChunks(src, chunk); err != nil {
@@ -254,28 +262,21 @@ func (c *byteChannel) upload(s sender, cancel context.CancelFunc, src io.Reader,
 		return nil, s.RecvMsg(reply)
 	}
 	defer c.close()
-	acc := make(chan net.Conn, 1)
-	go func() {
-		conn, _ := c.l.Accept()
-		acc <- conn
-	}()
+	acc, abandon := c.accepting()
 	// The answer comes once the server ended the call: after it read the
 	// channel to its end and saw the half-close below, or when it failed.
 	ended := make(chan error, 1)
 	go func() { ended <- s.RecvMsg(reply) }()
 	var conn net.Conn
 	select {
-	case conn = <-acc:
-		if conn == nil {
+	case a := <-acc:
+		if a.err != nil {
 			cancel()
 			return nil, <-ended
 		}
+		conn = a.conn
 	case err := <-ended:
-		go func() {
-			if conn := <-acc; conn != nil {
-				conn.Close()
-			}
-		}()
+		abandon()
 		if err == nil {
 			err = errors.New("the call ended without reading its byte channel")
 		}

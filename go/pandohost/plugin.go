@@ -55,8 +55,9 @@ type Config struct {
 	// StartTimeout bounds a start, compiling the component included (a
 	// first compile takes seconds); zero is two minutes.
 	StartTimeout time.Duration
-	// NoByteChannels sends snapshots, logs and run output as gRPC chunks
-	// rather than on a socket of their own beside the call (channel.go).
+	// NoByteChannels sends snapshots, logs, run output, restores and
+	// images as gRPC chunks rather than on a socket of their own beside
+	// the call (channel.go).
 	NoByteChannels bool
 }
 

@@ -142,43 +142,16 @@ where
 /// stream).
 pub fn bytes(stream: ByteStream, channel: Option<UnixStream>) -> Out<pb::Chunk> {
     let (tx, rx) = mpsc::channel(4);
-    match channel {
-        Some(socket) => {
-            tokio::spawn(bytes_onto(stream, socket, tx));
-        }
-        None => {
-            tokio::spawn(bytes_as_chunks(stream, tx));
-        }
-    }
+    tokio::spawn(pump(stream, channel, tx));
     Box::pin(ReceiverStream::new(rx))
 }
 
-async fn bytes_as_chunks(mut stream: ByteStream, tx: mpsc::Sender<Result<pb::Chunk, Status>>) {
-    loop {
-        let next = tokio::select! {
-            _ = tx.closed() => return,
-            next = stream.next_chunk() => next,
-        };
-        let bytes: Bytes = match next {
-            None => return,
-            Some(Ok(b)) => b,
-            Some(Err(e)) => {
-                let failed = Status::unavailable(format!("the stream failed: {e}"));
-                let _ = tx.send(Err(failed)).await;
-                return;
-            }
-        };
-        if !send_pieces(&tx, &bytes, |data| pb::Chunk { data }).await {
-            return;
-        }
-    }
-}
-
-/// The stream's bytes onto the socket, which is shut before the gRPC stream
-/// ends (its end, or the failure, comes after the last byte).
-async fn bytes_onto(
+/// The stream's bytes as `Chunk`s, or onto the socket, which is shut before
+/// the gRPC stream ends (its end, or the failure, comes after the last
+/// byte). Stops when the client goes away.
+async fn pump(
     mut stream: ByteStream,
-    mut socket: UnixStream,
+    mut socket: Option<UnixStream>,
     tx: mpsc::Sender<Result<pb::Chunk, Status>>,
 ) {
     let failed = loop {
@@ -189,16 +162,27 @@ async fn bytes_onto(
         match next {
             None => break None,
             Some(Ok(bytes)) => {
-                if let Err(e) = socket.write_all(&bytes).await {
-                    // The client closed its end: it is done reading.
-                    tracing::debug!(error = %e, "the byte channel's reader went away");
+                let sent = match &mut socket {
+                    Some(socket) => match socket.write_all(&bytes).await {
+                        Ok(()) => true,
+                        Err(e) => {
+                            // The client closed its end: it is done reading.
+                            tracing::debug!(error = %e, "the byte channel's reader went away");
+                            false
+                        }
+                    },
+                    None => send_pieces(&tx, &bytes, |data| pb::Chunk { data }).await,
+                };
+                if !sent {
                     return;
                 }
             }
             Some(Err(e)) => break Some(Status::unavailable(format!("the stream failed: {e}"))),
         }
     };
-    if let Err(e) = socket.shutdown().await {
+    if let Some(socket) = &mut socket
+        && let Err(e) = socket.shutdown().await
+    {
         tracing::debug!(error = %e, "shutting the byte channel");
     }
     if let Some(status) = failed {
