@@ -23,7 +23,11 @@ fn main() -> Result<()> {
     .context("writing the conversions")?;
 
     let fds = protox::compile(
-        ["pando/runtime/v0_1/adapter.proto", "goplugin.proto"],
+        [
+            "pando/runtime/v0_1/adapter.proto",
+            "pando/serve/v1/calls.proto",
+            "goplugin.proto",
+        ],
         [root.join("proto"), dir.join("proto")],
     )
     .context("compiling the protos")?;
@@ -31,6 +35,10 @@ fn main() -> Result<()> {
         // Byte streams' chunks as `Bytes`: a log's pieces are slices of the
         // host's buffers, and a call's output is copied once into them.
         .bytes(".pando.runtime.v0_1.Chunk.data")
+        // A call channel's messages are handed on, not read: no copies.
+        .bytes(".pando.serve.v1.CallRequest.message")
+        .bytes(".pando.serve.v1.CallReply.message")
+        .bytes(".pando.serve.v1.CallReply.details")
         .compile_fds(fds)
         .context("generating the gRPC code")?;
     Ok(())

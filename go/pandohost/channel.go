@@ -45,16 +45,27 @@ func (p *Plugin) openChannel() *byteChannel {
 	if dir == "" || disabled {
 		return nil
 	}
-	var id [8]byte
-	if _, err := rand.Read(id[:]); err != nil {
-		return nil
-	}
-	name := hex.EncodeToString(id[:])
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, name+".sock"), Net: "unix"})
+	l, name, err := listenIn(dir)
 	if err != nil {
 		return nil
 	}
 	return &byteChannel{l: l, name: name, used: &p.channelsUsed}
+}
+
+// listenIn listens at a new random NAME.sock in dir, the plugin's socket
+// directory, where the plugin connects to the sockets it is told of
+// (serve/src/channel.rs). Closing the listener removes the file.
+func listenIn(dir string) (*net.UnixListener, string, error) {
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, "", err
+	}
+	name := hex.EncodeToString(id[:])
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, name+".sock"), Net: "unix"})
+	if err != nil {
+		return nil, "", err
+	}
+	return l, name, nil
 }
 
 // outgoing is ctx asking the plugin for this channel (ctx itself for no

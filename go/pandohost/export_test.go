@@ -20,3 +20,7 @@ func KillPluginForTest(a *Adapter) error {
 
 // ByteChannelsForTest is how many byte channels the plugin connected.
 func ByteChannelsForTest(a *Adapter) int64 { return a.p.channelsUsed.Load() }
+
+// CallsOnChannelsForTest is how many unary calls were answered on call
+// channels.
+func CallsOnChannelsForTest(a *Adapter) int64 { return a.p.callsOnChannels.Load() }

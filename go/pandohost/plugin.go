@@ -59,6 +59,9 @@ type Config struct {
 	// images as gRPC chunks rather than on a socket of their own beside
 	// the call (channel.go).
 	NoByteChannels bool
+	// NoCallChannels sends every unary call on gRPC rather than on the
+	// sockets held open beside it for them (calls.go).
+	NoCallChannels bool
 }
 
 // PluginConfig is one pando-host serve process serving several adapters,
@@ -71,19 +74,21 @@ type PluginConfig struct {
 	// what to load is read (Component, Digest, Grants, Config, Limits,
 	// Kubeconfig, Context); the process's settings are these.
 	Adapters map[string]Config
-	// CacheDir, Env, Logger, StartTimeout and NoByteChannels are as in
-	// Config.
+	// CacheDir, Env, Logger, StartTimeout, NoByteChannels and
+	// NoCallChannels are as in Config.
 	CacheDir       string
 	Env            []string
 	Logger         hclog.Logger
 	StartTimeout   time.Duration
 	NoByteChannels bool
+	NoCallChannels bool
 }
 
 func (c Config) plugin() PluginConfig {
 	return PluginConfig{
 		PandoHost: c.PandoHost, Adapters: map[string]Config{"": c}, CacheDir: c.CacheDir,
 		Env: c.Env, Logger: c.Logger, StartTimeout: c.StartTimeout, NoByteChannels: c.NoByteChannels,
+		NoCallChannels: c.NoCallChannels,
 	}
 }
 
@@ -163,8 +168,10 @@ func (grpcPlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
 	return errors.New("pandohost loads adapters; it serves none")
 }
 
+// GRPCClient is the connection itself: Plugin.conn makes the client, with
+// call channels beside it.
 func (grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (interface{}, error) {
-	return pb.NewAdapterClient(c), nil
+	return c, nil
 }
 
 // Plugin is one pando-host serve process and the adapters it serves. Safe
@@ -184,6 +191,10 @@ type Plugin struct {
 	sockDir string
 	// channelsUsed counts the byte channels the plugin connected.
 	channelsUsed atomic.Int64
+	// calls carries unary calls on call channels; nil when they are off.
+	calls *callConn
+	// callsOnChannels counts the calls answered on call channels.
+	callsOnChannels atomic.Int64
 }
 
 // Start starts pando-host serve with the adapters and returns once all are
@@ -262,7 +273,7 @@ func (a *Adapter) conn(ctx context.Context) (context.Context, pb.AdapterClient, 
 	return ctx, rpc, nil
 }
 
-func (p *Plugin) conn(_ context.Context) (pb.AdapterClient, error) {
+func (p *Plugin) conn(ctx context.Context) (pb.AdapterClient, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.client != nil && !p.client.Exited() {
@@ -272,6 +283,7 @@ func (p *Plugin) conn(_ context.Context) (pb.AdapterClient, error) {
 		return nil, errors.New("pandohost: the plugin was closed")
 	}
 	if p.client != nil {
+		p.calls.close()
 		p.client.Kill()
 		p.client = nil
 	}
@@ -320,16 +332,24 @@ func (p *Plugin) conn(_ context.Context) (pb.AdapterClient, error) {
 		client.Kill()
 		return nil, &PluginError{Op: "dispensing the adapter", Err: err, Stderr: p.stderr.Tail()}
 	}
-	rpc, ok := raw.(pb.AdapterClient)
+	cc, ok := raw.(*grpc.ClientConn)
 	if !ok {
 		client.Kill()
-		return nil, &PluginError{Op: "dispensing the adapter", Err: errors.New("not an adapter client")}
+		return nil, &PluginError{Op: "dispensing the adapter", Err: errors.New("not a gRPC connection")}
 	}
-	p.client, p.protocol, p.rpc = client, protocol, rpc
 	p.sockDir = ""
 	if rc := client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
 		p.sockDir = filepath.Dir(rc.Addr.String())
 	}
+	var conn grpc.ClientConnInterface = cc
+	p.calls = nil
+	if p.sockDir != "" && !p.cfg.NoCallChannels {
+		p.calls = newCallConn(cc, p.sockDir, &p.callsOnChannels)
+		p.calls.warm(ctx)
+		conn = p.calls
+	}
+	rpc := pb.NewAdapterClient(conn)
+	p.client, p.protocol, p.rpc = client, protocol, rpc
 	return rpc, nil
 }
 
@@ -344,6 +364,7 @@ func (p *Plugin) dropIfDead() {
 		return
 	}
 	if p.client.Exited() || p.protocol.Ping() != nil {
+		p.calls.close()
 		p.client.Kill()
 		p.client, p.protocol, p.rpc = nil, nil, nil
 	}
@@ -373,6 +394,7 @@ func (p *Plugin) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
+	p.calls.close()
 	if p.client != nil {
 		p.client.Kill()
 		p.client = nil

@@ -2,8 +2,11 @@ package pandohost_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,4 +125,64 @@ func TestConcurrentCallsAreServedConcurrently(t *testing.T) {
 			"served concurrently", calls, each, took, serial)
 	}
 	t.Logf("%d calls of %v each took %v together", calls, each, took)
+}
+
+// Unary calls go on call channels (calls.go) and mean there what they mean
+// on gRPC: an adapter's error arrives as the contract's, and a call
+// cancelled from Go is cancelled in the host. The adapter has one instance
+// (max_instances 1): a call after the cancelled five-second sleep is
+// answered before that sleep would have ended only if the cancel reached
+// the instance and freed it.
+func TestUnaryCallsGoOnCallChannelsAndACancelReachesTheHost(t *testing.T) {
+	kube := env(t)
+	sleeper := os.Getenv("PANDOHOST_TEST_SLEEPER")
+	if sleeper == "" {
+		t.Skip("PANDOHOST_TEST_SLEEPER is not set (scripts/test sets it to the test adapter component)")
+	}
+	limits := filepath.Join(t.TempDir(), "limits.json")
+	if err := os.WriteFile(limits, []byte(`{"max_instances": 1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := pandohost.Config{PandoHost: kube.PandoHost, CacheDir: kube.CacheDir, Component: sleeper, Limits: limits}
+	a := load(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	before := pandohost.CallsOnChannelsForTest(a)
+	for range 5 {
+		if _, err := a.Apply(ctx, sleepPlan("sleep-1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := pandohost.CallsOnChannelsForTest(a) - before; got != 5 {
+		t.Fatalf("%d of 5 calls in a row were answered on a call channel; want all", got)
+	}
+
+	_, err := a.Apply(ctx, sleepPlan("log-flood-x"))
+	if !pandohost.IsKind(err, api.ErrorInvalid) || !strings.Contains(err.Error(), "log-flood-<lines>") {
+		t.Fatalf("an invalid plan on a call channel: %v; want the adapter's invalid error", err)
+	}
+
+	cctx, cancelCall := context.WithCancel(ctx)
+	time.AfterFunc(300*time.Millisecond, cancelCall)
+	started := time.Now()
+	if _, err := a.Apply(cctx, sleepPlan("sleep-5000")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a call cancelled from Go: %v; want context.Canceled", err)
+	}
+	if _, err := a.Apply(ctx, sleepPlan("sleep-1")); err != nil {
+		t.Fatalf("the call after a cancelled one: %v", err)
+	}
+	if took := time.Since(started); took >= 5*time.Second {
+		t.Fatalf("the call after the cancelled one ended %v after it began: it waited for the "+
+			"only instance to finish its sleep, so the cancel did not reach the host", took)
+	}
+
+	cfg.NoCallChannels = true
+	b := load(t, cfg)
+	if _, err := b.Apply(ctx, sleepPlan("sleep-1")); err != nil {
+		t.Fatal(err)
+	}
+	if n := pandohost.CallsOnChannelsForTest(b); n != 0 {
+		t.Fatalf("%d calls went on call channels with NoCallChannels set", n)
+	}
 }

@@ -2,7 +2,8 @@
 //! plugins not written in Go gives it: check the magic cookie, agree on the
 //! application protocol version, listen on a unix socket only this user can
 //! reach, print the handshake line, and serve gRPC with the health service
-//! (`plugin` SERVING), the controller (`Shutdown`) and stdio beside ours;
+//! (`plugin` SERVING), the controller (`Shutdown`) and stdio beside ours
+//! (the adapter service, and call channels for its unary calls);
 //! stop when told to, on SIGTERM, or when the parent process is gone.
 
 use std::io::Write as _;
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use crate::call::Adapters;
+use crate::calls::CallChannels;
 use crate::channel::Channels;
 use crate::pb;
 use crate::pb::plugin;
@@ -159,6 +161,12 @@ pub async fn serve(adapters: Adapters, version: u32) -> Result<(), ServeError> {
             .map_err(ServeError::Handshake)?;
     }
 
+    let channels = Channels::in_dir(dir.clone());
+    let adapter = pb::adapter_server::AdapterServer::new(
+        AdapterService::new(adapters).with_channels(channels.clone()),
+    )
+    .max_decoding_message_size(64 << 20)
+    .max_encoding_message_size(64 << 20);
     tonic::transport::Server::builder()
         .add_service(health_service)
         .add_service(plugin::grpc_controller_server::GrpcControllerServer::new(
@@ -167,13 +175,10 @@ pub async fn serve(adapters: Adapters, version: u32) -> Result<(), ServeError> {
         .add_service(plugin::grpc_stdio_server::GrpcStdioServer::new(Stdio {
             stop: stop.clone(),
         }))
-        .add_service(
-            pb::adapter_server::AdapterServer::new(
-                AdapterService::new(adapters).with_channels(Channels::in_dir(dir.clone())),
-            )
-            .max_decoding_message_size(64 << 20)
-            .max_encoding_message_size(64 << 20),
-        )
+        .add_service(adapter.clone())
+        .add_service(pb::calls::call_channels_server::CallChannelsServer::new(
+            CallChannels::new(adapter, channels, stop.clone()),
+        ))
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stop.cancelled_owned())
         .await?;
     tracing::info!("stopped serving");

@@ -19,9 +19,10 @@
 //!   snapshot benchmark's volume into a counting sink; one untimed round
 //!   first, as there.
 //!
-//! The log and the snapshot come on byte channels (docs/go.md); each also
-//! has a row "as gRPC chunks" from a second plugin with the channels off,
-//! in the same rounds, so the two transports are compared in one sitting.
+//! Unary calls go on call channels, the log and the snapshot on byte
+//! channels (docs/go.md); each also has a row "on gRPC" or "as gRPC chunks"
+//! from a second plugin with both channels off, in the same rounds, so the
+//! transports are compared in one sitting.
 
 use std::path::Path;
 use std::time::Instant;
@@ -96,11 +97,18 @@ pub async fn run(quick: bool) -> Result<Bench> {
     );
     go.ask(&format!("{upstream} {batch}")).await?;
     upstream::host_batch(&kubernetes, &wref, batch).await?;
-    let (mut go_us, mut here_us, mut ping_us) = (Vec::new(), Vec::new(), Vec::new());
+    let grpc_upstream = format!("upstream kube-grpc shop web {PORT}");
+    go.ask(&format!("{grpc_upstream} {batch}")).await?;
+    let (mut go_us, mut grpc_us, mut here_us, mut ping_us) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let per_call = |ns: u64| ns as f64 / 1e3 / batch as f64;
     for _ in 0..samples {
-        go_us.push(go.ask(&format!("{upstream} {batch}")).await?.ns as f64 / 1e3 / batch as f64);
+        go_us.push(per_call(go.ask(&format!("{upstream} {batch}")).await?.ns));
+        grpc_us.push(per_call(
+            go.ask(&format!("{grpc_upstream} {batch}")).await?.ns,
+        ));
         here_us.push(upstream::host_batch(&kubernetes, &wref, batch).await? / 1e3 / batch as f64);
-        ping_us.push(go.ask(&format!("ping {batch}")).await?.ns as f64 / 1e3 / batch as f64);
+        ping_us.push(per_call(go.ask(&format!("ping {batch}")).await?.ns));
     }
     let floor = Summary::of(&ping_us).map_or(f64::NAN, |s| s.median);
     bench.rows.push(
@@ -114,22 +122,33 @@ pub async fn run(quick: bool) -> Result<Bench> {
             format!("{floor:.1} µs"),
         ),
     );
+    bench.rows.push(
+        added_only(
+            Row::new("upstream, per call, on gRPC", Unit::Us, &grpc_us, &here_us).per_sample(batch),
+            &grpc_us,
+            &here_us,
+        )
+        .extra("what", GRPC_ROW),
+    );
 
     // The 3-GET call, one a sample.
     let plan = super::kube_rtt::flood_plan();
     for _ in 0..5 {
         go.ask("apply probe flood:3 1").await?;
+        go.ask("apply probe-grpc flood:3 1").await?;
         probe.apply(&call_ctx(), &plan).await?;
     }
-    let (mut go_us, mut here_us) = (Vec::new(), Vec::new());
+    let (mut go_us, mut grpc_us, mut here_us) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rtts {
-        let a = go.ask("apply probe flood:3 1").await?;
-        ensure!(
-            a.answer == "3",
-            "kube-probe answered {} of 3 GETs",
-            a.answer
-        );
-        go_us.push(a.ns as f64 / 1e3);
+        for (name, into) in [("probe", &mut go_us), ("probe-grpc", &mut grpc_us)] {
+            let a = go.ask(&format!("apply {name} flood:3 1")).await?;
+            ensure!(
+                a.answer == "3",
+                "kube-probe answered {} of 3 GETs ({name})",
+                a.answer
+            );
+            into.push(a.ns as f64 / 1e3);
+        }
         let t = Instant::now();
         let h = probe.apply(&call_ctx(), &plan).await?;
         here_us.push(us(t.elapsed()));
@@ -144,13 +163,21 @@ pub async fn run(quick: bool) -> Result<Bench> {
         &go_us,
         &here_us,
     ));
+    bench.rows.push(
+        added_only(
+            Row::new("call with 3 GETs, on gRPC", Unit::Us, &grpc_us, &here_us),
+            &grpc_us,
+            &here_us,
+        )
+        .extra("what", GRPC_ROW),
+    );
 
     // The log: on a byte channel, and as gRPC chunks (a plugin with the
     // channels off), each against the same read in process.
     let (mut go_mibps, mut chunk_mibps, mut here_mibps) = (Vec::new(), Vec::new(), Vec::new());
     let log_mib = log_size as f64 / f64::from(1 << 20);
     for _ in 0..rounds {
-        for (name, into) in [("probe", &mut go_mibps), ("probe-chunks", &mut chunk_mibps)] {
+        for (name, into) in [("probe", &mut go_mibps), ("probe-grpc", &mut chunk_mibps)] {
             let a = go
                 .ask(&format!("logs {name} {} {pod} {log_size}", logs::NAMESPACE))
                 .await?;
@@ -190,7 +217,7 @@ pub async fn run(quick: bool) -> Result<Bench> {
     let (mut go_cpu, mut chunk_cpu, mut here_cpu, mut tar_bytes) = (0u64, 0u64, 0u64, 0u64);
     for round in 0..=rounds {
         let mut served = Vec::new();
-        for name in ["kube", "kube-chunks"] {
+        for name in ["kube", "kube-grpc"] {
             let c0 = cpu::machine_busy_ns();
             let a = go
                 .ask(&format!(
@@ -261,9 +288,14 @@ pub async fn run(quick: bool) -> Result<Bench> {
 }
 
 /// What the rows "as gRPC chunks" are.
-const CHUNKS_ROW: &str = "the same stream from a second pando-host serve with byte channels off \
-     (NoByteChannels): its bytes in gRPC Chunk messages, as before the channels; no target, \
-     the row above holds it";
+const CHUNKS_ROW: &str = "the same stream from a second pando-host serve with byte and call \
+     channels off (NoByteChannels, NoCallChannels): its bytes in gRPC Chunk messages, as \
+     before the channels; no target, the row above holds it";
+
+/// What the rows "on gRPC" are.
+const GRPC_ROW: &str = "the same call from a second pando-host serve with byte and call \
+     channels off (NoByteChannels, NoCallChannels): on gRPC's HTTP/2, as before the call \
+     channels; no target, the row above holds it";
 
 /// The adapters' files for the Go side, the in-process loads' equals:
 /// the Kubernetes adapter unbudgeted, kube-probe with the probe's grants.
@@ -301,6 +333,14 @@ fn added(row: Row, served: &[f64], here: &[f64]) -> Row {
     let added = s.median - h.median;
     row.target("≤ 50 µs added per call at p50", added <= 50.0)
         .extra("added at p50", format!("{added:.1} µs"))
+}
+
+/// The row with what the hop adds at p50, no target.
+fn added_only(row: Row, served: &[f64], here: &[f64]) -> Row {
+    let (Some(s), Some(h)) = (Summary::of(served), Summary::of(here)) else {
+        return row;
+    };
+    row.extra("added at p50", format!("{:.1} µs", s.median - h.median))
 }
 
 /// The row against the streams' target.

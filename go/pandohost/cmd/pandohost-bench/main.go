@@ -16,9 +16,10 @@
 //	logs NAME BUNDLE WORKLOAD BYTES        one log read to its end; {"ns", "bytes"}
 //	snapshot NAME BUNDLE VOLUME            one snapshot into a counter; {"ns", "bytes"}
 //
-// Each adapter is also served as NAME-chunks by a second plugin with byte
-// channels off (pandohost.Config.NoByteChannels): its logs and snapshots
-// come as gRPC chunks, the way they came before the channels.
+// Each adapter is also served as NAME-grpc by a second plugin with byte and
+// call channels off (pandohost.Config.NoByteChannels, NoCallChannels): its
+// calls go on gRPC's HTTP/2 and its logs and snapshots come as gRPC chunks,
+// the way they went before the channels.
 //
 // A failure is {"error": "…"}; end of input stops the plugin and exits.
 package main
@@ -89,18 +90,18 @@ func run() error {
 		return err
 	}
 	defer plugin.Close()
-	pc.NoByteChannels = true
-	chunked, err := pandohost.Start(start, pc)
+	pc.NoByteChannels, pc.NoCallChannels = true, true
+	grpcOnly, err := pandohost.Start(start, pc)
 	if err != nil {
 		return err
 	}
-	defer chunked.Close()
+	defer grpcOnly.Close()
 	adapters := map[string]*pandohost.Adapter{}
 	for name := range cfg.Adapters {
 		if adapters[name], err = plugin.Adapter(start, name); err != nil {
 			return err
 		}
-		if adapters[name+"-chunks"], err = chunked.Adapter(start, name); err != nil {
+		if adapters[name+"-grpc"], err = grpcOnly.Adapter(start, name); err != nil {
 			return err
 		}
 	}
