@@ -4,13 +4,14 @@
 //! Why: a unary call through grpc-go's and tonic's HTTP/2 costs 240–270 µs
 //! on a two-core machine before any Pando code runs (go-plugin's own health
 //! check), where a request and its answer on a held-open unix socket between
-//! the same two processes cost about 20 µs (docs/benchmarks.md). Core asks
+//! a Go and a Rust process cost 21–27 µs (docs/benchmarks.md). Core asks
 //! `upstream` on every app change and `observe` in every reconcile.
 //!
 //! How: the client opens a channel as it opens a byte channel (it listens
 //! at NAME.sock in this server's socket directory and names it in the
 //! `pando-channel` header, here of `CallChannels.Open`); the server connects
-//! and serves calls on it, one at a time, until either side closes it. A
+//! and serves calls on it, one at a time, on a thread of its own, until
+//! either side closes it. A
 //! call is the gRPC request it stands for — method path, headers, message —
 //! handed to the same `AdapterServer` in process, so it picks the same
 //! adapter, has the same deadline and fails with the same status as on
@@ -22,12 +23,14 @@
 use std::fmt::Display;
 use std::future::poll_fn;
 
+use std::io::{Read, Write as _};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
 use bytes::{Buf as _, BufMut as _, Bytes, BytesMut};
 use http_body_util::{BodyExt as _, Full};
 use prost::Message as _;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::UnixStream;
-use tokio::net::unix::OwnedReadHalf;
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use tokio_util::sync::CancellationToken;
 use tonic::codegen::Service;
 use tonic::{Code, Request, Response, Status};
@@ -109,24 +112,56 @@ impl<S: Server> crate::pb::calls::call_channels_server::CallChannels for CallCha
                 ),
             ));
         };
+        let stream = stream
+            .into_std()
+            .and_then(|s| s.set_nonblocking(false).map(|()| s))
+            .map_err(|e| Status::internal(format!("the call channel's socket: {e}")))?;
+        spawn(stream, self.server.clone(), self.stop.clone())
+            .map_err(|e| Status::internal(format!("a thread for the call channel: {e}")))?;
         tracing::debug!("call channel connected");
-        tokio::spawn(serve(stream, self.server.clone(), self.stop.clone()));
         Ok(Response::new(OpenCallChannelResponse {}))
     }
 }
 
-/// Serves calls on one channel until the client closes it, breaks the
-/// protocol, or the server stops.
-async fn serve<S: Server>(stream: UnixStream, server: S, stop: CancellationToken) {
-    let (mut rd, mut wr) = stream.into_split();
-    let mut buf = BytesMut::with_capacity(8 << 10);
+/// Serves calls on `stream` on a thread of its own until the client closes
+/// it, breaks the protocol, or `stop`. A thread, not a task: it sleeps in
+/// the socket's read and is woken by the client's write alone, and runs the
+/// call in place (`Handle::block_on`, the runtime's drivers doing any I/O
+/// the call does). As a task, each call woke the runtime's I/O driver and
+/// then a worker, and on two cores the second worker woke as well, to find
+/// nothing: three wake-ups a call where one will do (docs/go.md).
+pub fn spawn<S: Server>(
+    stream: UnixStream,
+    server: S,
+    stop: CancellationToken,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let runtime = tokio::runtime::Handle::current();
+    let closer = stream.try_clone()?;
+    let (done, ended) = tokio::sync::oneshot::channel::<()>();
+    // An idle channel's thread sleeps in its read: stopping shuts the
+    // socket under it.
+    runtime.spawn(async move {
+        tokio::select! {
+            () = stop.cancelled() => {
+                let _ = closer.shutdown(std::net::Shutdown::Both);
+            }
+            _ = ended => {}
+        }
+    });
+    std::thread::Builder::new()
+        .name("pando-call-channel".into())
+        .spawn(move || {
+            serve(&stream, &server, &runtime);
+            drop(done);
+        })
+}
+
+/// The channel's loop: read a call, answer it, until the end.
+fn serve<S: Server>(stream: &UnixStream, server: &S, runtime: &tokio::runtime::Handle) {
+    let mut reader = std::io::BufReader::with_capacity(16 << 10, stream);
     let mut out = BytesMut::with_capacity(8 << 10);
     loop {
-        let frame = tokio::select! {
-            frame = read_frame(&mut rd, &mut buf) => frame,
-            () = stop.cancelled() => return,
-        };
-        let call = match frame.and_then(|f| {
+        let call = match read_frame(&mut reader).and_then(|f| {
             f.map(CallRequest::decode)
                 .transpose()
                 .map_err(std::io::Error::other)
@@ -138,57 +173,73 @@ async fn serve<S: Server>(stream: UnixStream, server: S, stop: CancellationToken
                 return;
             }
         };
-        let reply = tokio::select! {
-            reply = one(server.clone(), call) => reply,
-            () = closed(&mut rd) => {
-                tracing::debug!("the client closed its call channel mid-call: the call is cancelled");
-                return;
+        let reply = runtime.block_on(async {
+            tokio::select! {
+                biased;
+                reply = one(server.clone(), call) => Some(reply),
+                () = hung_up(stream) => None,
             }
+        });
+        let Some(reply) = reply else {
+            tracing::debug!("the client closed its call channel mid-call: the call is cancelled");
+            return;
         };
         out.clear();
         let len = reply.encoded_len();
         out.reserve(4 + len);
         // Cannot exceed u32: the largest message is MAX_FRAME.
         out.put_u32_le(u32::try_from(len).unwrap_or(u32::MAX));
-        if reply.encode(&mut out).is_err() || wr.write_all(&out).await.is_err() {
+        if reply.encode(&mut out).is_err() || (&*stream).write_all(&out).is_err() {
             return;
         }
     }
 }
 
 /// The next frame, `None` at the end of the stream between frames.
-async fn read_frame(rd: &mut OwnedReadHalf, buf: &mut BytesMut) -> std::io::Result<Option<Bytes>> {
-    loop {
-        if buf.len() >= 4 {
-            let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-            if len > MAX_FRAME {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("a frame of {len} bytes, over the {MAX_FRAME} a call may have"),
-                ));
-            }
-            if buf.len() >= 4 + len {
-                buf.advance(4);
-                return Ok(Some(buf.split_to(len).freeze()));
-            }
-            buf.reserve(4 + len - buf.len());
-        }
-        if rd.read_buf(buf).await? == 0 {
-            return if buf.is_empty() {
-                Ok(None)
-            } else {
-                Err(std::io::ErrorKind::UnexpectedEof.into())
-            };
+fn read_frame(rd: &mut impl Read) -> std::io::Result<Option<Bytes>> {
+    let mut head = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match rd.read(&mut head[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
+    let len = u32::from_le_bytes(head) as usize;
+    if len > MAX_FRAME {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes, over the {MAX_FRAME} a call may have"),
+        ));
+    }
+    let mut body = vec![0; len];
+    rd.read_exact(&mut body)?;
+    Ok(Some(Bytes::from(body)))
 }
 
+/// How often a running call looks whether its client hung up.
+const HANG_UP_CHECK: Duration = Duration::from_millis(20);
+
 /// Returns once the client has closed its side (or sent bytes, which it
-/// must not while its call runs).
-async fn closed(rd: &mut OwnedReadHalf) {
-    let mut byte = [0u8; 1];
-    if let Ok(1..) = rd.read(&mut byte).await {
-        tracing::warn!("a client wrote to its call channel while its call ran: closing it");
+/// must not while its call runs). Looked at every [`HANG_UP_CHECK`]: a
+/// call that answers at once never gets here (the select is biased), and
+/// one that waits learns of a hang-up within that.
+async fn hung_up(stream: &UnixStream) {
+    loop {
+        tokio::time::sleep(HANG_UP_CHECK).await;
+        let mut fds = [PollFd::new(stream, PollFlags::IN | PollFlags::RDHUP)];
+        if !matches!(poll(&mut fds, Some(&Timespec::default())), Ok(0)) {
+            if !fds[0]
+                .revents()
+                .intersects(PollFlags::HUP | PollFlags::RDHUP)
+            {
+                tracing::warn!("a client wrote to its call channel while its call ran: closing it");
+            }
+            return;
+        }
     }
 }
 

@@ -10,8 +10,28 @@ use std::task::{Context, Poll};
 use tonic_health::ServingStatus;
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
 use super::*;
 use crate::pb::calls::Header;
+
+type Client = tokio::net::UnixStream;
+
+/// A socket pair: the client's end for this test's runtime, the server's
+/// for a channel's thread.
+fn pair() -> (Client, UnixStream) {
+    let (client, server) = UnixStream::pair().expect("a socket pair");
+    client.set_nonblocking(true).expect("non-blocking");
+    (Client::from_std(client).expect("registered"), server)
+}
+
+/// Waits for a channel's thread to end.
+async fn ended(thread: std::thread::JoinHandle<()>) {
+    tokio::task::spawn_blocking(move || thread.join())
+        .await
+        .expect("joined")
+        .expect("the channel's thread did not panic");
+}
 
 const CHECK: &str = "/grpc.health.v1.Health/Check";
 
@@ -80,17 +100,17 @@ fn framed(call: &CallRequest) -> Vec<u8> {
     out
 }
 
-async fn reply(client: &mut UnixStream) -> CallReply {
+async fn reply(client: &mut Client) -> CallReply {
     let len = client.read_u32_le().await.expect("a reply's length") as usize;
     let mut body = vec![0; len];
     client.read_exact(&mut body).await.expect("a reply");
     CallReply::decode(body.as_slice()).expect("a CallReply")
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_channel_serves_calls_one_after_another_until_closed() {
-    let (mut client, server_end) = UnixStream::pair().expect("a socket pair");
-    let served = tokio::spawn(serve(server_end, health().await, CancellationToken::new()));
+    let (mut client, server_end) = pair();
+    let served = spawn(server_end, health().await, CancellationToken::new()).expect("spawned");
     for service in ["plugin", "no-such-service", "plugin"] {
         client
             .write_all(&framed(&check(service)))
@@ -105,15 +125,13 @@ async fn a_channel_serves_calls_one_after_another_until_closed() {
         assert_eq!(r.code, want, "{service}: {}", r.text);
     }
     drop(client);
-    served
-        .await
-        .expect("the channel's task ends when the client closes");
+    ended(served).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_over_the_limit_closes_the_channel() {
-    let (mut client, server_end) = UnixStream::pair().expect("a socket pair");
-    let served = tokio::spawn(serve(server_end, health().await, CancellationToken::new()));
+    let (mut client, server_end) = pair();
+    let served = spawn(server_end, health().await, CancellationToken::new()).expect("spawned");
     let len = u32::try_from(MAX_FRAME + 1).expect("fits");
     client.write_all(&len.to_le_bytes()).await.expect("sent");
     let mut rest = Vec::new();
@@ -122,7 +140,7 @@ async fn a_frame_over_the_limit_closes_the_channel() {
         .await
         .expect("read to the end");
     assert_eq!(n, 0, "no answer to a frame over the limit");
-    served.await.expect("the channel's task ended");
+    ended(served).await;
 }
 
 /// A service whose calls never answer and say when they are dropped.
@@ -158,17 +176,18 @@ impl Service<http::Request<Full<Bytes>>> for Hangs {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_the_channel_mid_call_cancels_the_call() {
     let dropped = std::sync::Arc::new(tokio::sync::Notify::new());
-    let (mut client, server_end) = UnixStream::pair().expect("a socket pair");
-    let served = tokio::spawn(serve(
+    let (mut client, server_end) = pair();
+    let served = spawn(
         server_end,
         Hangs {
             dropped: dropped.clone(),
         },
         CancellationToken::new(),
-    ));
+    )
+    .expect("spawned");
     client
         .write_all(&framed(&check("plugin")))
         .await
@@ -178,16 +197,16 @@ async fn closing_the_channel_mid_call_cancels_the_call() {
     tokio::time::timeout(std::time::Duration::from_secs(10), dropped.notified())
         .await
         .expect("the call was dropped once its channel closed");
-    served.await.expect("the channel's task ended");
+    ended(served).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_stopping_ends_an_idle_channel() {
     let stop = CancellationToken::new();
-    let (mut client, server_end) = UnixStream::pair().expect("a socket pair");
-    let served = tokio::spawn(serve(server_end, health().await, stop.clone()));
+    let (mut client, server_end) = pair();
+    let served = spawn(server_end, health().await, stop.clone()).expect("spawned");
     stop.cancel();
-    served.await.expect("the channel's task ended");
+    ended(served).await;
     let mut rest = Vec::new();
     assert_eq!(client.read_to_end(&mut rest).await.expect("read"), 0);
 }
