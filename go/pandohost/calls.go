@@ -85,7 +85,7 @@ func (c *callConn) Invoke(ctx context.Context, method string, args, reply any, o
 	if ch == nil {
 		return c.cc.Invoke(ctx, method, args, reply, opts...)
 	}
-	err, reusable := ch.call(ctx, method, args, reply)
+	reusable, err := ch.call(ctx, method, args, reply)
 	c.give(ch, reusable)
 	if reusable {
 		c.used.Add(1)
@@ -210,14 +210,14 @@ type callChannel struct {
 	in   []byte
 }
 
-// call sends one call and reads its answer: the call's error (a gRPC
-// status, as gRPC would give it) and whether the channel can carry
-// another call.
-func (ch *callChannel) call(ctx context.Context, method string, args, reply any) (err error, reusable bool) {
+// call sends one call and reads its answer: whether the channel can carry
+// another call, and the call's error (a gRPC status, as gRPC would give
+// it).
+func (ch *callChannel) call(ctx context.Context, method string, args, reply any) (reusable bool, err error) {
 	in, ok := args.(proto.Message)
 	out, ok2 := reply.(proto.Message)
 	if !ok || !ok2 {
-		return status.Errorf(codes.Internal, "%s: a call channel carries protobuf messages only", method), true
+		return true, status.Errorf(codes.Internal, "%s: a call channel carries protobuf messages only", method)
 	}
 	req := &pb.CallRequest{Method: method}
 	md, _ := metadata.FromOutgoingContext(ctx)
@@ -232,19 +232,19 @@ func (ch *callChannel) call(ctx context.Context, method string, args, reply any)
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
 		if left <= 0 {
-			return status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error()), true
+			return true, status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
 		}
 		req.Headers = append(req.Headers, &pb.Header{Name: "grpc-timeout", Value: grpcTimeout(left)})
 	}
 	if err := ctx.Err(); err != nil {
-		return status.FromContextError(err).Err(), true
+		return true, status.FromContextError(err).Err()
 	}
 	if req.Message, err = proto.Marshal(in); err != nil {
-		return status.Errorf(codes.Internal, "%s: encoding the request: %v", method, err), true
+		return true, status.Errorf(codes.Internal, "%s: encoding the request: %v", method, err)
 	}
 	ch.out = append(ch.out[:0], 0, 0, 0, 0)
 	if ch.out, err = (proto.MarshalOptions{}).MarshalAppend(ch.out, req); err != nil {
-		return status.Errorf(codes.Internal, "%s: encoding the request: %v", method, err), true
+		return true, status.Errorf(codes.Internal, "%s: encoding the request: %v", method, err)
 	}
 	binary.LittleEndian.PutUint32(ch.out, uint32(len(ch.out)-4))
 
@@ -257,18 +257,18 @@ func (ch *callChannel) call(ctx context.Context, method string, args, reply any)
 		ioErr = ch.read(&answer)
 	}
 	if !stop() {
-		return status.FromContextError(ctx.Err()).Err(), false
+		return false, status.FromContextError(ctx.Err()).Err()
 	}
 	if ioErr != nil {
-		return status.Errorf(codes.Unavailable, "the plugin's call channel broke: %v", ioErr), false
+		return false, status.Errorf(codes.Unavailable, "the plugin's call channel broke: %v", ioErr)
 	}
 	if answer.Code != 0 {
-		return answerStatus(&answer), true
+		return true, answerStatus(&answer)
 	}
 	if err := proto.Unmarshal(answer.Message, out); err != nil {
-		return status.Errorf(codes.Internal, "%s: decoding the answer: %v", method, err), true
+		return true, status.Errorf(codes.Internal, "%s: decoding the answer: %v", method, err)
 	}
-	return nil, true
+	return true, nil
 }
 
 // read reads one answer.

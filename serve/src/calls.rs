@@ -11,19 +11,17 @@
 //! at NAME.sock in this server's socket directory and names it in the
 //! `pando-channel` header, here of `CallChannels.Open`); the server connects
 //! and serves calls on it, one at a time, on a thread of its own, until
-//! either side closes it. A
-//! call is the gRPC request it stands for — method path, headers, message —
-//! handed to the same `AdapterServer` in process, so it picks the same
-//! adapter, has the same deadline and fails with the same status as on
-//! gRPC. The client closing the socket while a call runs is the call's
+//! either side closes it. A call is the gRPC request it stands for — method
+//! path, headers, message — handed to the same `AdapterServer` in process,
+//! so it picks the same adapter, has the same deadline and fails with the
+//! same status as on gRPC. The client closing the socket while a call runs is the call's
 //! cancellation: the call's future is dropped, and `call::run` cancels the
 //! call's token and finishes it on a task of its own, as for a cancelled
 //! gRPC call.
 
 use std::fmt::Display;
 use std::future::poll_fn;
-
-use std::io::{Read, Write as _};
+use std::io::{BufRead, Write as _};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -37,11 +35,12 @@ use tonic::{Code, Request, Response, Status};
 
 use crate::channel::{CHANNEL_HEADER, Channels};
 use crate::pb::calls::{CallReply, CallRequest, OpenCallChannelRequest, OpenCallChannelResponse};
+use crate::service::MAX_MESSAGE;
 use crate::status;
 
 /// The largest frame either way: the service's largest message and room for
 /// the headers around it.
-pub const MAX_FRAME: usize = (64 << 20) + (64 << 10);
+pub const MAX_FRAME: usize = MAX_MESSAGE + (64 << 10);
 
 /// A gRPC service as tonic generates it (`AdapterServer`), called in
 /// process.
@@ -196,18 +195,12 @@ fn serve<S: Server>(stream: &UnixStream, server: &S, runtime: &tokio::runtime::H
 }
 
 /// The next frame, `None` at the end of the stream between frames.
-fn read_frame(rd: &mut impl Read) -> std::io::Result<Option<Bytes>> {
-    let mut head = [0u8; 4];
-    let mut got = 0;
-    while got < 4 {
-        match rd.read(&mut head[got..]) {
-            Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+fn read_frame(rd: &mut impl BufRead) -> std::io::Result<Option<Bytes>> {
+    if rd.fill_buf()?.is_empty() {
+        return Ok(None);
     }
+    let mut head = [0u8; 4];
+    rd.read_exact(&mut head)?;
     let len = u32::from_le_bytes(head) as usize;
     if len > MAX_FRAME {
         return Err(std::io::Error::new(

@@ -24,7 +24,7 @@ use crate::calls::CallChannels;
 use crate::channel::Channels;
 use crate::pb;
 use crate::pb::plugin;
-use crate::service::AdapterService;
+use crate::service::{AdapterService, MAX_MESSAGE};
 
 /// The environment variable a go-plugin host sets to say it started us.
 pub const MAGIC_COOKIE_KEY: &str = "PANDO_HOST_PLUGIN";
@@ -165,8 +165,8 @@ pub async fn serve(adapters: Adapters, version: u32) -> Result<(), ServeError> {
     let adapter = pb::adapter_server::AdapterServer::new(
         AdapterService::new(adapters).with_channels(channels.clone()),
     )
-    .max_decoding_message_size(64 << 20)
-    .max_encoding_message_size(64 << 20);
+    .max_decoding_message_size(MAX_MESSAGE)
+    .max_encoding_message_size(MAX_MESSAGE);
     tonic::transport::Server::builder()
         .add_service(health_service)
         .add_service(plugin::grpc_controller_server::GrpcControllerServer::new(

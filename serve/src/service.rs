@@ -16,6 +16,9 @@ use crate::pb::adapter_server::Adapter as Service;
 use crate::status;
 use crate::streams;
 
+/// The largest message the service takes or sends.
+pub const MAX_MESSAGE: usize = 64 << 20;
+
 /// A stream of messages a call sends.
 pub type Out<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
